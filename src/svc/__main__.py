@@ -1,0 +1,3 @@
+from svc.cli.main import main
+
+raise SystemExit(main())

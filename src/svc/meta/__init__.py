@@ -1,0 +1,1 @@
+"""Metadata: projects, hashed keys, daily salts and usage, in SQLite or PostgreSQL."""

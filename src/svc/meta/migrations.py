@@ -1,0 +1,56 @@
+"""Versioned migrations of the metadata store.
+
+Each migration is a function of a connection, applied once, in order, in its own transaction,
+and recorded in ``schema_migrations``. Add new ones at the end; never edit an applied one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from sqlalchemy import Connection, Engine, inspect, select
+
+from svc.meta import tables
+
+Migration = Callable[[Connection], None]
+
+
+def _m001_initial(conn: Connection) -> None:
+    for table in (tables.projects, tables.api_keys, tables.salts, tables.usage):
+        table.create(conn, checkfirst=True)
+
+
+MIGRATIONS: list[tuple[int, str, Migration]] = [
+    (1, "initial: projects, api_keys, salts, usage", _m001_initial),
+]
+
+
+def migrate(engine: Engine) -> list[int]:
+    """Apply every migration not applied yet; return the versions applied now."""
+    applied_now: list[int] = []
+    with engine.begin() as conn:
+        if not inspect(conn).has_table("schema_migrations"):
+            tables.schema_migrations.create(conn)
+    with engine.begin() as conn:
+        done = set(conn.scalars(select(tables.schema_migrations.c.version)))
+    for version, name, apply in MIGRATIONS:
+        if version in done:
+            continue
+        with engine.begin() as conn:
+            apply(conn)
+            conn.execute(
+                tables.schema_migrations.insert().values(
+                    version=version, name=name, applied_at=int(time.time() * 1000)
+                )
+            )
+        applied_now.append(version)
+    return applied_now
+
+
+def current_version(engine: Engine) -> int:
+    with engine.connect() as conn:
+        if not inspect(conn).has_table("schema_migrations"):
+            return 0
+        versions = list(conn.scalars(select(tables.schema_migrations.c.version)))
+    return max(versions, default=0)

@@ -1,0 +1,386 @@
+"""The metadata repository: every read and write of projects, keys, salts and usage.
+
+All methods are synchronous (SQLAlchemy Core); the HTTP layer calls them in a worker thread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, delete, event, insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.pool import StaticPool
+
+from svc import credentials
+from svc.errors import Conflict, NotFound
+from svc.meta import tables
+from svc.meta.migrations import migrate
+from svc.timeutil import iso_ms, now_ms
+
+PUBLIC_SCOPES = ("ingest",)
+SECRET_SCOPES = ("ingest", "read", "manage")
+SHARE_SCOPES = ("read",)
+SCOPES_BY_KIND = {"public": PUBLIC_SCOPES, "secret": SECRET_SCOPES, "share": SHARE_SCOPES}
+
+
+@dataclass(frozen=True)
+class Project:
+    id: str
+    name: str
+    timezone: str
+    domains: tuple[str, ...]
+    plan: str
+    options: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    created_at: int = 0
+    updated_at: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "timezone": self.timezone,
+            "domains": list(self.domains),
+            "plan": self.plan,
+            "options": self.options,
+            "createdAt": iso_ms(self.created_at),
+            "updatedAt": iso_ms(self.updated_at),
+        }
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    id: str
+    project_id: str
+    kind: str
+    scopes: tuple[str, ...]
+    hint: str
+    name: str
+    created_at: int
+    last_used_at: int | None
+    revoked_at: int | None
+    expires_at: int | None
+
+    @property
+    def active(self) -> bool:
+        if self.revoked_at is not None:
+            return False
+        return self.expires_at is None or self.expires_at > now_ms()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "scopes": list(self.scopes),
+            "hint": self.hint,
+            "name": self.name,
+            "createdAt": iso_ms(self.created_at),
+            "lastUsedAt": iso_ms(self.last_used_at),
+            "revokedAt": iso_ms(self.revoked_at),
+            "expiresAt": iso_ms(self.expires_at),
+        }
+
+
+def project_id_for(name: str) -> str:
+    return "svc_proj_" + name
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for a SQLite path or a PostgreSQL URL, tuned for a small metadata load."""
+    if url.startswith("postgres://"):
+        url = "postgresql+psycopg://" + url[len("postgres://") :]
+    elif url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url[len("postgresql://") :]
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[1] if "///" in url else ""
+        if path and path != ":memory:":
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": 30},
+            poolclass=StaticPool if path in ("", ":memory:") else None,
+        )
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.close()
+
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+
+
+class MetaStore:
+    """Projects, keys, salts and usage over one SQLAlchemy engine."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = make_engine(url)
+
+    def migrate(self) -> list[int]:
+        return migrate(self.engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def ping_ms(self) -> float:
+        started = time.perf_counter()
+        with self.engine.connect() as conn:
+            conn.execute(select(1))
+        return (time.perf_counter() - started) * 1000
+
+    # projects -----------------------------------------------------------------------------
+
+    def create_project(
+        self, name: str, timezone: str = "UTC", domains: list[str] | None = None
+    ) -> tuple[Project, dict[str, str]]:
+        """Create a project and its public and secret keys; the clear keys are returned once."""
+        now = now_ms()
+        pid = project_id_for(name)
+        public_key, secret_key = credentials.new_api_key(), credentials.new_api_key()
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(
+                    insert(tables.projects).values(
+                        id=pid,
+                        name=name,
+                        timezone=timezone,
+                        domains=json.dumps(domains or []),
+                        plan="free",
+                        options="{}",
+                        created_at=now,
+                        updated_at=now,
+                    )
+                )
+                self._insert_key(conn, pid, "public", public_key, now)
+                self._insert_key(conn, pid, "secret", secret_key, now)
+        except IntegrityError as exc:
+            raise Conflict(f"a project named {name!r} exists already") from exc
+        project = self.get_project(pid)
+        return project, {"public": public_key, "secret": secret_key}
+
+    def list_projects(self) -> list[Project]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(tables.projects).order_by(tables.projects.c.name))
+            return [_project(r._mapping) for r in rows]
+
+    def find_project(self, project_id: str) -> Project | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(tables.projects).where(tables.projects.c.id == project_id)
+            ).first()
+        return _project(row._mapping) if row else None
+
+    def get_project(self, project_id: str) -> Project:
+        project = self.find_project(project_id)
+        if project is None:
+            raise NotFound(f"no project {project_id!r}")
+        return project
+
+    def update_project(self, project_id: str, changes: dict[str, Any]) -> Project:
+        values: dict[str, Any] = {"updated_at": now_ms()}
+        for key in ("timezone", "plan"):
+            if key in changes:
+                values[key] = changes[key]
+        if "domains" in changes:
+            values["domains"] = json.dumps(changes["domains"])
+        if "options" in changes:
+            values["options"] = json.dumps(changes["options"])
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                update(tables.projects).where(tables.projects.c.id == project_id).values(values)
+            )
+            if result.rowcount == 0:
+                raise NotFound(f"no project {project_id!r}")
+        return self.get_project(project_id)
+
+    def delete_project(self, project_id: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(delete(tables.api_keys).where(tables.api_keys.c.project_id == project_id))
+            conn.execute(delete(tables.usage).where(tables.usage.c.project_id == project_id))
+            result = conn.execute(delete(tables.projects).where(tables.projects.c.id == project_id))
+            if result.rowcount == 0:
+                raise NotFound(f"no project {project_id!r}")
+
+    # keys ---------------------------------------------------------------------------------
+
+    def _insert_key(self, conn: Any, project_id: str, kind: str, clear: str, now: int) -> str:
+        key_id = "key_" + credentials.random_base62(16)
+        conn.execute(
+            insert(tables.api_keys).values(
+                id=key_id,
+                project_id=project_id,
+                kind=kind,
+                scopes=",".join(SCOPES_BY_KIND[kind]),
+                hash=credentials.hash_secret(clear),
+                hint=credentials.hint(clear),
+                name="",
+                created_at=now,
+            )
+        )
+        return key_id
+
+    def create_key(self, project_id: str, kind: str) -> tuple[ApiKey, str]:
+        """A new key of ``kind`` (public, secret or share); the clear key is returned once."""
+        self.get_project(project_id)
+        clear = credentials.new_share_token() if kind == "share" else credentials.new_api_key()
+        with self.engine.begin() as conn:
+            key_id = self._insert_key(conn, project_id, kind, clear, now_ms())
+        return self.get_key(project_id, key_id), clear
+
+    def list_keys(self, project_id: str) -> list[ApiKey]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(tables.api_keys)
+                .where(tables.api_keys.c.project_id == project_id)
+                .order_by(tables.api_keys.c.created_at, tables.api_keys.c.id)
+            )
+            return [_key(r._mapping) for r in rows]
+
+    def get_key(self, project_id: str, key_id: str) -> ApiKey:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(tables.api_keys).where(
+                    tables.api_keys.c.id == key_id, tables.api_keys.c.project_id == project_id
+                )
+            ).first()
+        if row is None:
+            raise NotFound(f"no key {key_id!r} in project {project_id!r}")
+        return _key(row._mapping)
+
+    def revoke_key(self, project_id: str, key_id: str) -> ApiKey:
+        key = self.get_key(project_id, key_id)
+        if key.revoked_at is None:
+            with self.engine.begin() as conn:
+                conn.execute(
+                    update(tables.api_keys)
+                    .where(tables.api_keys.c.id == key_id)
+                    .values(revoked_at=now_ms())
+                )
+        return self.get_key(project_id, key_id)
+
+    def rotate_key(self, project_id: str, key_id: str) -> tuple[ApiKey, str, ApiKey]:
+        """Revoke a key and create one of the same kind: (new key, its clear value, old key)."""
+        old = self.get_key(project_id, key_id)
+        if old.revoked_at is not None:
+            raise Conflict(f"key {key_id!r} is revoked already")
+        clear = credentials.new_api_key() if old.kind != "share" else credentials.new_share_token()
+        now = now_ms()
+        with self.engine.begin() as conn:
+            new_id = self._insert_key(conn, project_id, old.kind, clear, now)
+            conn.execute(
+                update(tables.api_keys).where(tables.api_keys.c.id == key_id).values(revoked_at=now)
+            )
+        return self.get_key(project_id, new_id), clear, self.get_key(project_id, key_id)
+
+    def find_key_by_hash(self, key_hash: str) -> ApiKey | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(tables.api_keys).where(tables.api_keys.c.hash == key_hash)
+            ).first()
+        return _key(row._mapping) if row else None
+
+    def touch_keys(self, last_used: dict[str, int]) -> None:
+        if not last_used:
+            return
+        with self.engine.begin() as conn:
+            for key_id, ts in last_used.items():
+                conn.execute(
+                    update(tables.api_keys)
+                    .where(tables.api_keys.c.id == key_id)
+                    .values(last_used_at=ts)
+                )
+
+    # salts --------------------------------------------------------------------------------
+
+    def salts_for(self, days: list[str]) -> dict[str, bytes]:
+        """The salt of each day, created where missing; salts of other days are destroyed."""
+        with self.engine.begin() as conn:
+            conn.execute(delete(tables.salts).where(tables.salts.c.day.not_in(days)))
+            have = {
+                r.day: bytes(r.salt)
+                for r in conn.execute(select(tables.salts).where(tables.salts.c.day.in_(days)))
+            }
+        for day in days:
+            if day in have:
+                continue
+            try:
+                with self.engine.begin() as conn:
+                    conn.execute(
+                        insert(tables.salts).values(
+                            day=day, salt=secrets.token_bytes(32), created_at=now_ms()
+                        )
+                    )
+            except IntegrityError:
+                pass  # another process made it first; read it below
+            with self.engine.connect() as conn:
+                have[day] = bytes(
+                    conn.execute(
+                        select(tables.salts.c.salt).where(tables.salts.c.day == day)
+                    ).scalar_one()
+                )
+        return have
+
+    def salt_days(self) -> list[str]:
+        with self.engine.connect() as conn:
+            return sorted(conn.scalars(select(tables.salts.c.day)))
+
+    # usage --------------------------------------------------------------------------------
+
+    def add_usage(self, counts: dict[tuple[str, str], int]) -> None:
+        """Add event counts per (project, month)."""
+        with self.engine.begin() as conn:
+            for (project_id, month), n in counts.items():
+                result = conn.execute(
+                    update(tables.usage)
+                    .where(tables.usage.c.project_id == project_id, tables.usage.c.month == month)
+                    .values(events=tables.usage.c.events + n)
+                )
+                if result.rowcount == 0:
+                    conn.execute(
+                        insert(tables.usage).values(project_id=project_id, month=month, events=n)
+                    )
+
+    def usage_of(self, project_id: str, month: str) -> int:
+        with self.engine.connect() as conn:
+            value = conn.execute(
+                select(tables.usage.c.events).where(
+                    tables.usage.c.project_id == project_id, tables.usage.c.month == month
+                )
+            ).scalar()
+        return int(value or 0)
+
+
+def _project(row: Any) -> Project:
+    return Project(
+        id=row["id"],
+        name=row["name"],
+        timezone=row["timezone"],
+        domains=tuple(json.loads(row["domains"] or "[]")),
+        plan=row["plan"],
+        options=json.loads(row["options"] or "{}"),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def _key(row: Any) -> ApiKey:
+    return ApiKey(
+        id=row["id"],
+        project_id=row["project_id"],
+        kind=row["kind"],
+        scopes=tuple(s for s in row["scopes"].split(",") if s),
+        hint=row["hint"],
+        name=row["name"],
+        created_at=row["created_at"],
+        last_used_at=row["last_used_at"],
+        revoked_at=row["revoked_at"],
+        expires_at=row["expires_at"],
+    )

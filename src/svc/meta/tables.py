@@ -1,0 +1,72 @@
+"""SQLAlchemy Core tables of the metadata store (the latest schema; see migrations.py)."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+metadata = MetaData()
+
+schema_migrations = Table(
+    "schema_migrations",
+    metadata,
+    Column("version", Integer, primary_key=True),
+    Column("name", String(200), nullable=False),
+    Column("applied_at", BigInteger, nullable=False),
+)
+
+projects = Table(
+    "projects",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("name", String(40), nullable=False, unique=True),
+    Column("timezone", String(64), nullable=False, server_default="UTC"),
+    Column("domains", Text, nullable=False, server_default="[]"),
+    Column("plan", String(40), nullable=False, server_default="free"),
+    Column("options", Text, nullable=False, server_default="{}"),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+)
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("project_id", String(64), ForeignKey("projects.id", ondelete="CASCADE"), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("scopes", String(100), nullable=False),
+    Column("hash", String(64), nullable=False, unique=True),
+    Column("hint", String(24), nullable=False),
+    Column("name", String(100), nullable=False, server_default=""),
+    Column("created_at", BigInteger, nullable=False),
+    Column("last_used_at", BigInteger, nullable=True),
+    Column("revoked_at", BigInteger, nullable=True),
+    Column("expires_at", BigInteger, nullable=True),
+    Index("ix_api_keys_project", "project_id"),
+)
+
+salts = Table(
+    "salts",
+    metadata,
+    Column("day", String(10), primary_key=True),
+    Column("salt", LargeBinary(32), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+)
+
+usage = Table(
+    "usage",
+    metadata,
+    Column("project_id", String(64), primary_key=True),
+    Column("month", String(7), primary_key=True),
+    Column("events", BigInteger, nullable=False, server_default="0"),
+)

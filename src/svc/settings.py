@@ -1,0 +1,160 @@
+"""The one settings object of svc.
+
+Every setting is read once at start-up from an ``SVC_*`` environment variable or a CLI flag
+(flags win). Each has a default and one line of help; ``docs/settings.md`` lists them all and a
+test checks that the list is complete.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_type_hints
+
+
+def _setting(default: Any, help: str) -> Any:
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Immutable configuration of one svc process."""
+
+    host: str = _setting("127.0.0.1", "Address the HTTP server listens on.")
+    port: int = _setting(8080, "Port the HTTP server listens on.")
+    data_dir: Path = _setting(
+        Path("./data"), "Directory for the spool, the embedded event store and metadata."
+    )
+    admin_token: str = _setting(
+        "",
+        "Admin token (svc_admin_...). Empty: one is generated on first start, "
+        "printed once and its hash kept in the data directory.",
+    )
+    clickhouse_url: str = _setting(
+        "",
+        "ClickHouse server URL (http://user:pass@host:8123/db). Empty: embedded chDB "
+        "in <data dir>/events.",
+    )
+    meta_url: str = _setting(
+        "",
+        "SQLAlchemy URL of the metadata database (postgresql+psycopg://...). Empty: "
+        "SQLite in <data dir>/meta.db.",
+    )
+    base_url: str = _setting(
+        "", "Public base URL of the service, used in docs and snippets. Empty: from the request."
+    )
+    spool_segment_bytes: int = _setting(
+        8 * 1024 * 1024, "A spool segment is closed and handed to the loader past this size."
+    )
+    spool_flush_interval_ms: int = _setting(
+        1000, "An open spool segment is closed and loaded at least this often (ms)."
+    )
+    spool_max_backlog_bytes: int = _setting(
+        2 * 1024 * 1024 * 1024,
+        "Ingestion answers 503 when the spool holds more than this many bytes not yet loaded.",
+    )
+    group_commit_max_wait_us: int = _setting(
+        0,
+        "Extra time (µs) the spool writer waits to gather more requests into one fsync. "
+        "0: commit as soon as the previous fsync ends.",
+    )
+    fsync: bool = _setting(
+        True, "fsync the spool before acknowledging. Turn off only for throwaway benchmarks."
+    )
+    session_timeout_minutes: int = _setting(
+        30, "A derived session ends after this many minutes without an event."
+    )
+    event_id_window_hours: int = _setting(
+        48, "How long an eventId is remembered for deduplication (hours)."
+    )
+    max_body_bytes: int = _setting(1024 * 1024, "Largest accepted request body (bytes).")
+    max_batch_events: int = _setting(1000, "Most events accepted in one batch.")
+    key_cache_seconds: float = _setting(
+        5.0, "How long a verified API key is cached in memory before it is looked up again."
+    )
+    trusted_proxies: str = _setting(
+        "",
+        "Comma-separated CIDRs of proxies whose X-Forwarded-For is trusted for the client "
+        "address.",
+    )
+    monthly_quota: int = _setting(
+        100_000, "Events a project may store per calendar month (UTC) on the free plan."
+    )
+    query_timeout_seconds: float = _setting(
+        30.0, "Longest time a metrics query may run before it is cancelled."
+    )
+    log_level: str = _setting("info", "Log level: debug, info, warning or error.")
+    node_id: str = _setting("", "Name of this node in /health. Empty: the host name.")
+
+    @classmethod
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        **overrides: Any,
+    ) -> Settings:
+        """Build settings from ``SVC_<NAME>`` variables, then apply non-None overrides."""
+        env = os.environ if environ is None else environ
+        hints = get_type_hints(cls)
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            raw = env.get(env_name(f.name))
+            if raw is not None:
+                values[f.name] = _convert(f.name, hints[f.name], raw)
+        for name, value in overrides.items():
+            if value is not None:
+                values[name] = _convert(name, hints[name], value) if isinstance(value, str) else value
+        if "data_dir" in values:
+            values["data_dir"] = Path(values["data_dir"])
+        return cls(**values)
+
+    @property
+    def chdb_path(self) -> Path:
+        return self.data_dir / "events"
+
+    @property
+    def spool_dir(self) -> Path:
+        return self.data_dir / "spool"
+
+    @property
+    def effective_meta_url(self) -> str:
+        return self.meta_url or f"sqlite:///{self.data_dir / 'meta.db'}"
+
+
+def env_name(field_name: str) -> str:
+    return "SVC_" + field_name.upper()
+
+
+def flag_name(field_name: str) -> str:
+    return "--" + field_name.replace("_", "-")
+
+
+def describe() -> list[tuple[str, str, str, str]]:
+    """(env var, flag, default, help) of every setting, in declaration order."""
+    rows = []
+    for f in dataclasses.fields(Settings):
+        default = f.default
+        rows.append((env_name(f.name), flag_name(f.name), str(default), str(f.metadata["help"])))
+    return rows
+
+
+def _convert(name: str, typ: Any, raw: str) -> Any:
+    try:
+        if typ is bool:
+            lowered = raw.strip().lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off", ""):
+                return False
+            raise ValueError(raw)
+        if typ is int:
+            return int(raw.replace("_", ""))
+        if typ is float:
+            return float(raw)
+        if typ is Path:
+            return Path(raw)
+        return raw
+    except ValueError as exc:
+        raise ValueError(f"setting {env_name(name)}: cannot read {raw!r} as {typ}") from exc
