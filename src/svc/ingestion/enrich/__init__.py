@@ -1,0 +1,1 @@
+"""Pure, cached enrichment functions of the ingestion pipeline (source, user agent, bots, geo)."""
