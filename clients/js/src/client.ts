@@ -20,7 +20,9 @@ import {
   checkNumber,
   checkProperties,
   checkString,
+  checkIp,
   checkTimestamp,
+  checkUrl,
   describe,
   fail,
   isPlainObject,
@@ -195,7 +197,7 @@ export function createClient(options: ClientOptions): SvcClient {
   const where = 'createClient';
   if (!isPlainObject(options)) fail(where, `options must be an object, got ${describe(options)}`);
   const apiKey = checkString(where, 'apiKey', options.apiKey);
-  const projectId = checkString(where, 'projectId', options.projectId);
+  const projectId = checkString(where, 'projectId', options.projectId, 64);
   const endpoint = checkString(where, 'endpoint', options.endpoint);
   if (typeof host.URL === 'function') {
     try {
@@ -500,17 +502,22 @@ export function createClient(options: ClientOptions): SvcClient {
     const opts = (o || {}) as EventOptions;
     let url = pageUrl;
     if (url === undefined) {
-      if (opts.url !== undefined) url = checkString(where, 'url', opts.url, LIMITS.urlLength);
+      if (opts.url !== undefined) url = checkUrl(where, opts.url);
       else url = inBrowser() && host.location!.href ? truncate(host.location!.href, LIMITS.urlLength) : '/';
     }
     let referrer = pageReferrer;
-    if (opts.referrer !== undefined) referrer = checkString(where, 'referrer', opts.referrer, LIMITS.urlLength);
+    if (opts.referrer !== undefined) {
+      referrer = truncate(checkString(where, 'referrer', opts.referrer), LIMITS.urlLength);
+    }
     const sessionId =
       opts.sessionId !== undefined ? checkString(where, 'sessionId', opts.sessionId, LIMITS.sessionIdLength) : clientSessionId;
-    const userAgent = opts.userAgent !== undefined ? checkString(where, 'userAgent', opts.userAgent) : undefined;
-    const ip = opts.ip !== undefined ? checkString(where, 'ip', opts.ip) : undefined;
+    const userAgent =
+      opts.userAgent !== undefined
+        ? truncate(checkString(where, 'userAgent', opts.userAgent), LIMITS.userAgentLength)
+        : undefined;
+    const ip = opts.ip !== undefined ? checkIp(where, opts.ip) : undefined;
     const ts = opts.timestamp !== undefined ? checkTimestamp(where, opts.timestamp) : Date.now();
-    const eventId = opts.eventId !== undefined ? checkString(where, 'eventId', opts.eventId) : uuid();
+    const eventId = opts.eventId !== undefined ? checkString(where, 'eventId', opts.eventId, LIMITS.eventIdLength) : uuid();
 
     // Field order is part of the wire format shared with the Python client.
     const ev: JsonObject = { event: name, url };
@@ -630,7 +637,7 @@ export function createClient(options: ClientOptions): SvcClient {
     pageView(url?: string, opts?: EventOptions): void {
       const at = 'pageView';
       let u: string;
-      if (url !== undefined && url !== null) u = checkString(at, 'url', url, LIMITS.urlLength);
+      if (url !== undefined && url !== null) u = checkUrl(at, url);
       else if (browser && host.location!.href) u = truncate(host.location!.href, LIMITS.urlLength);
       else return fail(at, 'url is required outside a browser, e.g. pageView("/pricing")');
       const ref = browser && host.document!.referrer ? truncate(host.document!.referrer, LIMITS.urlLength) : undefined;

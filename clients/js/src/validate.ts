@@ -6,9 +6,16 @@ export const LIMITS = {
   nameLength: 200,
   urlLength: 2048,
   sessionIdLength: 128,
+  eventIdLength: 128,
+  userAgentLength: 1024,
   propertyKeys: 50,
+  propertyKeyLength: 200,
+  /** The service refuses a property string longer than this. */
+  propertyValueLength: 2048,
+  items: 200,
   descriptionLength: 1000,
-  stackLength: 4000,
+  /** Below the service's property value limit. */
+  stackLength: 2048,
 } as const;
 
 type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
@@ -54,7 +61,25 @@ export function checkString(where: string, what: string, v: unknown, max?: numbe
 
 /** @internal */
 export function checkName(where: string, name: unknown): string {
-  return checkString(where, 'event name', name, LIMITS.nameLength);
+  const n = checkString(where, 'event name', name, LIMITS.nameLength);
+  if (n.trim() === '') fail(where, 'event name must not be blank');
+  return n;
+}
+
+/** @internal A full URL (`https://...`) or a path (`/...`), as the service accepts. */
+export function checkUrl(where: string, v: unknown): string {
+  const u = checkString(where, 'url', v, LIMITS.urlLength);
+  if (!(u.startsWith('/') || u.includes('://'))) {
+    fail(where, `url must be a full URL (https://...) or a path (/...), got ${describe(u)}`);
+  }
+  return u;
+}
+
+/** @internal An IPv4 or IPv6 address. */
+export function checkIp(where: string, v: unknown): string {
+  const ip = checkString(where, 'ip', v);
+  if (!/^[0-9A-Fa-f:.]{2,45}$/.test(ip)) fail(where, `ip must be an IPv4 or IPv6 address, got ${describe(ip)}`);
+  return ip;
 }
 
 /** @internal A finite number, optionally >= 0 and/or whole. */
@@ -80,8 +105,14 @@ export function checkCurrency(where: string, v: unknown): string {
   return v.toUpperCase();
 }
 
-function scalar(where: string, what: string, v: unknown): string | number | boolean | null {
-  if (v === null || typeof v === 'string' || typeof v === 'boolean') return v;
+function scalar(where: string, what: string, v: unknown, maxLength?: number): string | number | boolean | null {
+  if (typeof v === 'string') {
+    if (maxLength !== undefined && v.length > maxLength) {
+      fail(where, `${what} must be at most ${maxLength} characters, got ${v.length}`);
+    }
+    return v;
+  }
+  if (v === null || typeof v === 'boolean') return v;
   if (typeof v === 'number') return checkNumber(where, what, v);
   return fail(where, `${what} must be a string, number, boolean or null, got ${describe(v)}`);
 }
@@ -92,6 +123,7 @@ function scalar(where: string, what: string, v: unknown): string | number | bool
  */
 export function checkItems(where: string, items: unknown, strict: boolean): JsonObject[] {
   if (!Array.isArray(items)) fail(where, `items must be an array, got ${describe(items)}`);
+  if (items.length > LIMITS.items) fail(where, `items may hold at most ${LIMITS.items} items, got ${items.length}`);
   return items.map((item: unknown, i: number) => {
     const at = `items[${i}]`;
     if (!isPlainObject(item)) fail(where, `${at} must be a plain object, got ${describe(item)}`);
@@ -131,8 +163,13 @@ export function checkProperties(where: string, props: unknown, strictItems = fal
     if (++n > LIMITS.propertyKeys) {
       fail(where, `properties may have at most ${LIMITS.propertyKeys} keys`);
     }
-    if (key === '') fail(where, 'property names must not be empty');
-    out[key] = key === 'items' && Array.isArray(v) ? checkItems(where, v, strictItems) : scalar(where, `properties.${key}`, v);
+    if (key === '' || key.length > LIMITS.propertyKeyLength) {
+      fail(where, `property names must be 1-${LIMITS.propertyKeyLength} characters`);
+    }
+    out[key] =
+      key === 'items' && Array.isArray(v)
+        ? checkItems(where, v, strictItems)
+        : scalar(where, `properties.${key}`, v, LIMITS.propertyValueLength);
   }
   return n === 0 ? undefined : out;
 }

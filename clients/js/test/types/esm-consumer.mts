@@ -1,0 +1,5 @@
+// Type-checked against the built dist/esm/*.d.ts (test/dts.test.mjs).
+import { createClient, SvcError, type SvcClient } from 'svc';
+const c: SvcClient = createClient({ apiKey: 'k', projectId: 'p', endpoint: 'https://svc.example/analytics' });
+c.purchase('T1', 30, 'EUR', [{ item_id: 'sku1', price: 10, quantity: 3 }]);
+export const isError = (e: unknown): e is SvcError => e instanceof SvcError;
