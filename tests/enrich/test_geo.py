@@ -1,0 +1,98 @@
+"""Geo lookup with geoip2fast's shipped data, and edge country headers."""
+
+from __future__ import annotations
+
+import pytest
+
+from svc.ingestion.enrich.geo import Geo, GeoLookup, country_from_headers
+
+EMPTY = Geo("", "", "")
+
+
+@pytest.fixture(scope="module")
+def geo() -> GeoLookup:
+    lookup = GeoLookup()
+    lookup.load()
+    return lookup
+
+
+@pytest.mark.parametrize(
+    ("ip", "country"),
+    [
+        ("8.8.8.8", "US"),  # Google Public DNS
+        ("8.8.4.4", "US"),
+        ("2001:4860:4860::8888", "US"),  # Google Public DNS over IPv6
+        ("::ffff:8.8.8.8", "US"),  # IPv4-mapped, as a dual-stack socket reports it
+        (" 8.8.8.8 ", "US"),
+        ("[2001:4860:4860::8888]", "US"),
+        ("81.2.69.142", "GB"),
+        ("2a00:1450:4001:80b::200e", "DE"),
+    ],
+)
+def test_public_addresses(geo: GeoLookup, ip: str, country: str) -> None:
+    got = geo.lookup(ip)
+    assert got.country == country
+    assert got.region == "" and got.city == ""  # no city data is shipped with geoip2fast 1.2
+
+
+@pytest.mark.parametrize(
+    "ip",
+    [
+        "127.0.0.1",
+        "::1",
+        "10.1.2.3",
+        "172.16.5.4",
+        "192.168.1.1",
+        "169.254.1.1",
+        "100.64.0.1",
+        "0.0.0.0",
+        "255.255.255.255",
+        "224.0.0.1",
+        "fe80::1",
+        "fe80::1%eth0",
+        "fc00::1",
+        "::ffff:192.168.0.1",
+        "",
+        "not an ip",
+        "8.8",
+        "999.1.1.1",
+        "1.2.3.4.5",
+        "gggg::1",
+        "\x00",
+    ],
+)
+def test_private_loopback_invalid_are_empty(geo: GeoLookup, ip: str) -> None:
+    assert geo.lookup(ip) == EMPTY
+
+
+def test_cached_per_address(geo: GeoLookup) -> None:
+    geo.lookup("8.8.8.8")
+    hits = geo.cache_info().hits
+    assert geo.lookup("8.8.8.8").country == "US"
+    assert geo.cache_info().hits == hits + 1
+
+
+def test_lazy_load_on_first_lookup() -> None:
+    assert GeoLookup(cache_size=16).lookup("8.8.8.8").country == "US"
+
+
+@pytest.mark.parametrize(
+    ("headers", "country"),
+    [
+        ({"cf-ipcountry": "DE"}, "DE"),
+        ({"cf-ipcountry": "de"}, "DE"),
+        ({"cf-ipcountry": " fr "}, "FR"),
+        ({"x-vercel-ip-country": "BR"}, "BR"),
+        ({"cloudfront-viewer-country": "JP"}, "JP"),
+        ({"cf-ipcountry": "XX", "x-vercel-ip-country": "US"}, "US"),  # unknown is skipped
+        ({"cf-ipcountry": "T1"}, ""),  # Tor
+        ({"cf-ipcountry": "XX"}, ""),
+        ({"cf-ipcountry": "USA"}, ""),
+        ({"cf-ipcountry": ""}, ""),
+        ({"cf-ipcountry": "GB", "cloudfront-viewer-country": "US"}, "GB"),  # order
+        ({"x-forwarded-for": "8.8.8.8"}, ""),
+        ({}, ""),
+    ],
+)
+def test_country_from_headers(headers: dict[str, str], country: str) -> None:
+    assert country_from_headers(headers) == country
