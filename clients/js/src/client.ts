@@ -506,16 +506,18 @@ export function createClient(options: ClientOptions): SvcClient {
       else url = inBrowser() && host.location!.href ? truncate(host.location!.href, LIMITS.urlLength) : '/';
     }
     let referrer = pageReferrer;
-    if (opts.referrer !== undefined) {
+    // Context fields often come from request headers: undefined, null and "" mean "not known".
+    const given = (v: unknown): boolean => v !== undefined && v !== null && v !== '';
+    if (given(opts.referrer)) {
       referrer = truncate(checkString(where, 'referrer', opts.referrer), LIMITS.urlLength);
     }
     const sessionId =
-      opts.sessionId !== undefined ? checkString(where, 'sessionId', opts.sessionId, LIMITS.sessionIdLength) : clientSessionId;
+      given(opts.sessionId) ? checkString(where, 'sessionId', opts.sessionId, LIMITS.sessionIdLength) : clientSessionId;
     const userAgent =
-      opts.userAgent !== undefined
+      given(opts.userAgent)
         ? truncate(checkString(where, 'userAgent', opts.userAgent), LIMITS.userAgentLength)
         : undefined;
-    const ip = opts.ip !== undefined ? checkIp(where, opts.ip) : undefined;
+    const ip = given(opts.ip) ? checkIp(where, opts.ip) : undefined;
     const ts = opts.timestamp !== undefined ? checkTimestamp(where, opts.timestamp) : Date.now();
     const eventId = opts.eventId !== undefined ? checkString(where, 'eventId', opts.eventId, LIMITS.eventIdLength) : uuid();
 

@@ -46,26 +46,30 @@ export interface Properties {
   [key: string]: PropertyValue | undefined | ReadonlyArray<ItemFields>;
 }
 
-/** Per-call context, mostly for server-side senders. */
+/**
+ * Per-call context, mostly for server-side senders. `referrer`, `sessionId`, `userAgent` and `ip`
+ * also take `null` or `""` for "not known", so request headers can be passed as they are.
+ */
 export interface EventOptions {
   /** The page the event belongs to: a full URL or a path (<= 2048 chars). In a browser the
    * current `location.href` by default, elsewhere `"/"` (`pageView` requires it). */
   url?: string;
-  /** The referring page. */
-  referrer?: string;
+  /** The referring page (cut to 2048 chars). */
+  referrer?: string | null;
   /** The session this event belongs to (<= 128 chars); overrides the client's `sessionId`.
    * Without one the service derives the session cookie-free. */
-  sessionId?: string;
-  /** The end user's user agent, when sending on their behalf from a server (honoured with a
-   * secret key only). */
-  userAgent?: string;
-  /** The end user's IP address, when sending on their behalf from a server (honoured with a
-   * secret key only). */
-  ip?: string;
-  /** When the event happened: a `Date` or milliseconds since the epoch. Default: now. */
+  sessionId?: string | null;
+  /** The end user's user agent, when sending on their behalf from a server (cut to 1024 chars;
+   * honoured with a secret key only). */
+  userAgent?: string | null;
+  /** The end user's IP address (IPv4 or IPv6), when sending on their behalf from a server
+   * (honoured with a secret key only). */
+  ip?: string | null;
+  /** When the event happened: a `Date` or milliseconds since the epoch (the service takes up to
+   * 7 days in the past). Default: now. */
   timestamp?: Date | number;
-  /** Your own idempotency key for this event (default: a random UUID). Events sent twice with
-   * the same `eventId` are stored once. */
+  /** Your own idempotency key for this event (<= 128 chars; default: a random UUID). Events sent
+   * twice with the same `eventId` are stored once. */
   eventId?: string;
 }
 

@@ -136,8 +136,11 @@ describe('track', () => {
       eventId: 'order-1001',
     });
     c.track('c', {}, { userAgent: 'u'.repeat(2000), referrer: 'https://r.example/' + 'r'.repeat(3000) });
+    c.track('d', {}, { userAgent: null, referrer: '', ip: null, sessionId: '' });
     await c.flush();
-    const [a, b, cc] = fetch.calls[0].events;
+    const [a, b, cc, d] = fetch.calls[0].events;
+    assert.deepEqual(Object.keys(d), ['event', 'url', 'sessionId', 'projectId', 'ts', 'eventId'], 'null and "" context is left out');
+    assert.equal(d.sessionId, 'client-session');
     assert.equal(a.sessionId, 'client-session');
     assert.equal(a.url, '/', 'outside a browser the url defaults to "/"');
     assert.deepEqual(b, {

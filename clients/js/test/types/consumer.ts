@@ -110,3 +110,11 @@ async function lifecycle(): Promise<void> {
   await svc.shutdown({ timeout: 5000 });
 }
 void lifecycle;
+
+// Request headers pass as they are (string | null).
+declare const headers: { get(name: string): string | null };
+svc.pageView('https://acme.example/', {
+  referrer: headers.get('referer'),
+  userAgent: headers.get('user-agent'),
+  ip: headers.get('x-real-ip'),
+});
