@@ -77,8 +77,7 @@ class Settings:
     )
     trusted_proxies: str = _setting(
         "",
-        "Comma-separated CIDRs of proxies whose X-Forwarded-For is trusted for the client "
-        "address.",
+        "Comma-separated CIDRs of proxies whose X-Forwarded-For is trusted for the client address.",
     )
     monthly_quota: int = _setting(
         100_000, "Events a project may store per calendar month (UTC) on the free plan."
@@ -105,7 +104,9 @@ class Settings:
                 values[f.name] = _convert(f.name, hints[f.name], raw)
         for name, value in overrides.items():
             if value is not None:
-                values[name] = _convert(name, hints[name], value) if isinstance(value, str) else value
+                values[name] = (
+                    _convert(name, hints[name], value) if isinstance(value, str) else value
+                )
         if "data_dir" in values:
             values["data_dir"] = Path(values["data_dir"])
         return cls(**values)

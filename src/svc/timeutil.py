@@ -14,8 +14,8 @@ def iso_ms(ms: int | None) -> str | None:
     """ISO 8601 in UTC with a Z, or None."""
     if ms is None:
         return None
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds").replace(
-        "+00:00", "Z"
+    return (
+        datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     )
 
 

@@ -1,0 +1,114 @@
+"""``create_app(settings)``: the ASGI application of svc.
+
+Routes map to thin handlers in :mod:`svc.http`; the lifespan starts and stops the
+:class:`~svc.runtime.Runtime`. Every error leaves as CONTRACT's JSON shape, never HTML.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from collections.abc import AsyncIterator
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from svc.errors import ApiError, MethodNotAllowed, NotFound
+from svc.http import analytics, export, health, metrics, projects
+from svc.http.common import error_response, json_response
+from svc.http.openapi import openapi_document
+from svc.http.script import serve_script
+from svc.projects import ProjectService
+from svc.runtime import Runtime
+from svc.settings import Settings
+
+log = logging.getLogger("svc")
+
+
+def create_app(settings: Settings) -> Starlette:
+    runtime = Runtime(settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await runtime.start()
+        if runtime.generated_admin_token:
+            print(
+                "svc: generated the admin token (shown once, keep it safe):\n"
+                f"  {runtime.generated_admin_token}",
+                file=sys.stderr,
+                flush=True,
+            )
+        try:
+            yield
+        finally:
+            await runtime.stop()
+
+    routes = [
+        Route("/analytics", analytics.post_analytics, methods=["POST"]),
+        Route("/analytics", analytics.preflight, methods=["OPTIONS"]),
+        Route("/metrics", metrics.get_metrics, methods=["GET"]),
+        Route("/metrics", analytics.preflight, methods=["OPTIONS"]),
+        Route("/health", health.get_health, methods=["GET"]),
+        Route("/export", export.get_export, methods=["GET"]),
+        Route("/projects", projects.create_project, methods=["POST"]),
+        Route("/projects", projects.list_projects, methods=["GET"]),
+        Route("/projects/{project_id}", projects.get_project, methods=["GET"]),
+        Route("/projects/{project_id}", projects.update_project, methods=["PATCH"]),
+        Route("/projects/{project_id}", projects.delete_project, methods=["DELETE"]),
+        Route("/projects/{project_id}/keys", projects.list_keys, methods=["GET"]),
+        Route("/projects/{project_id}/keys", projects.create_key, methods=["POST"]),
+        Route("/projects/{project_id}/keys/{key_id}", projects.revoke_key, methods=["DELETE"]),
+        Route("/projects/{project_id}/keys/{key_id}/rotate", projects.rotate_key, methods=["POST"]),
+        Route("/svc/js", serve_script, methods=["GET", "HEAD"]),
+        Route("/openapi.json", openapi, methods=["GET"]),
+    ]
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={
+            HTTPException: http_exception,
+            ApiError: api_error,
+            Exception: unexpected_error,
+        },
+    )
+    app.state.runtime = runtime
+    app.state.settings = settings
+    app.state.projects = ProjectService(runtime)
+    from svc.http.common import TrustedProxies
+
+    app.state.proxies = TrustedProxies(settings.trusted_proxies.split(","))
+    app.state.preflights = 0
+    return app
+
+
+async def openapi(request: Request) -> Response:
+    return json_response(openapi_document())
+
+
+async def http_exception(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        return error_response(NotFound(f"no route for {request.method} {request.url.path}"))
+    if exc.status_code == 405:
+        return error_response(
+            MethodNotAllowed(f"{request.method} is not allowed on {request.url.path}")
+        )
+    return error_response(ApiError(str(exc.detail), status=exc.status_code, code="http_error"))
+
+
+async def api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return error_response(exc)
+
+
+async def unexpected_error(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return error_response(
+        ApiError(
+            "an internal error occurred; it has been logged", status=500, code="internal_error"
+        )
+    )

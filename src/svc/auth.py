@@ -1,0 +1,141 @@
+"""Who is calling: turning a credential into a :class:`Principal`, and checking its rights.
+
+Credentials: the admin token (every right on every project), a project's public key
+(``ingest``), its secret key (``ingest``, ``read``, ``manage``) and share tokens (``read``).
+A missing credential is 401 ``missing_api_key``; a malformed, unknown, revoked or expired one is
+401 ``invalid_api_key``; a valid one used on another project or outside its scopes is 403.
+Verified keys are cached for a few seconds; a revocation in this process takes effect at once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from svc import credentials
+from svc.errors import Forbidden, InvalidApiKey, MissingApiKey
+from svc.meta.store import ApiKey, MetaStore, Project
+from svc.timeutil import now_ms
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    kind: str  # admin, public, secret or share
+    project: Project | None
+    key_id: str | None
+    scopes: frozenset[str]
+
+    @property
+    def is_admin(self) -> bool:
+        return self.kind == "admin"
+
+    def require(self, scope: str, project_id: str | None = None) -> None:
+        """403 unless this principal has ``scope`` on ``project_id`` (or on its own project)."""
+        if self.is_admin:
+            return
+        if scope not in self.scopes:
+            raise Forbidden(f"this {self.kind} key may not {_VERBS.get(scope, scope)}")
+        if project_id is not None and (self.project is None or self.project.id != project_id):
+            raise Forbidden(f"this key belongs to another project than {project_id!r}")
+
+
+_VERBS = {"read": "read data", "manage": "manage projects or keys", "ingest": "send events"}
+
+
+class Authenticator:
+    """Resolves credentials against the admin token and the metadata store."""
+
+    def __init__(self, meta: MetaStore, admin_token_hash: str, cache_seconds: float) -> None:
+        self.meta = meta
+        self.admin_token_hash = admin_token_hash
+        self.cache_seconds = cache_seconds
+        self._cache: dict[str, tuple[float, Principal | None]] = {}
+        self._last_used: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def bearer(self, header: str | None) -> str | None:
+        """The token of an ``Authorization: Bearer`` header, or None when absent."""
+        if not header:
+            return None
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise InvalidApiKey("the Authorization header must be `Bearer <API key>`")
+        return token.strip()
+
+    def resolve(self, token: str | None) -> Principal:
+        """The principal of a credential (blocking: may read the metadata store)."""
+        if token is None:
+            raise MissingApiKey("an API key is required: send `Authorization: Bearer svc_live_...`")
+        if not credentials.is_well_formed(token):
+            raise InvalidApiKey("the API key is malformed")
+        digest = credentials.hash_secret(token)
+        if credentials.same_secret(digest, self.admin_token_hash):
+            return Principal("admin", None, None, frozenset(("ingest", "read", "manage")))
+        now = time.monotonic()
+        cached = self._cache.get(digest)
+        if cached is not None and cached[0] > now:
+            principal = cached[1]
+        else:
+            principal = self._load(digest)
+            with self._lock:
+                if len(self._cache) > 100_000:
+                    self._cache.clear()
+                self._cache[digest] = (now + self.cache_seconds, principal)
+        if principal is None:
+            raise InvalidApiKey("the API key is unknown, revoked or expired")
+        if principal.key_id is not None:
+            self._last_used[principal.key_id] = now_ms()
+        return principal
+
+    def cached(self, token: str) -> Principal | None:
+        """A fresh cached principal of a well-formed key, without touching the store."""
+        cached = self._cache.get(credentials.hash_secret(token))
+        if cached is not None and cached[0] > time.monotonic():
+            return cached[1]
+        return None
+
+    def _load(self, digest: str) -> Principal | None:
+        key: ApiKey | None = self.meta.find_key_by_hash(digest)
+        if key is None or not key.active:
+            return None
+        project = self.meta.find_project(key.project_id)
+        if project is None:
+            return None
+        return Principal(key.kind, project, key.id, frozenset(key.scopes))
+
+    def forget(self) -> None:
+        """Drop every cached principal (after a revocation or a project change)."""
+        with self._lock:
+            self._cache.clear()
+
+    def take_last_used(self) -> dict[str, int]:
+        with self._lock:
+            used, self._last_used = self._last_used, {}
+        return used
+
+
+def load_admin_token_hash(data_dir: Path, configured: str) -> tuple[str, str | None]:
+    """The admin token's hash, and the clear token when one was generated just now.
+
+    With ``SVC_ADMIN_TOKEN`` set, that token is used. Otherwise the hash kept in
+    ``<data dir>/admin_token.sha256`` is used, or a new token is generated, its hash kept
+    (mode 0600) and the clear token returned, to be printed once.
+    """
+    if configured:
+        if not configured.startswith(credentials.ADMIN_PREFIX) or not credentials.is_well_formed(
+            configured
+        ):
+            raise ValueError("SVC_ADMIN_TOKEN must look like svc_admin_<24+ letters and digits>")
+        return credentials.hash_secret(configured), None
+    path = data_dir / "admin_token.sha256"
+    if path.exists():
+        return path.read_text().strip(), None
+    data_dir.mkdir(parents=True, exist_ok=True)
+    token = credentials.new_admin_token()
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(credentials.hash_secret(token) + "\n")
+    tmp.chmod(0o600)
+    tmp.rename(path)
+    return credentials.hash_secret(token), token

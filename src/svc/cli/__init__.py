@@ -1,0 +1,1 @@
+"""svcm: the operator's command-line tool."""

@@ -1,0 +1,50 @@
+"""``svcm serve``: run the service with uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from svc.settings import Settings
+
+
+def run(settings: Settings) -> int:
+    import uvicorn
+
+    from svc.app import create_app
+
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    app = create_app(settings)
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        access_log=False,
+        server_header=False,
+        date_header=True,
+        loop="uvloop",
+        http="httptools",
+        lifespan="on",
+        timeout_keep_alive=30,
+        limit_concurrency=10_000,
+        backlog=4096,
+    )
+    server = uvicorn.Server(config)
+    server.run()
+    return 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per setting (``--data-dir``, ``--port``, ...), defaulting to the environment."""
+    import dataclasses
+
+    from svc.settings import flag_name
+
+    for f in dataclasses.fields(Settings):
+        kwargs: dict[str, object] = {"dest": f.name, "default": None, "help": f.metadata["help"]}
+        if f.type in ("bool", bool):
+            kwargs["choices"] = ["true", "false"]
+        parser.add_argument(flag_name(f.name), **kwargs)  # type: ignore[arg-type]

@@ -1,0 +1,92 @@
+"""GET /health: readiness, the ingestion pipeline, the stores and the node. No credential."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import resource
+import time
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from svc import __version__
+from svc.http.common import json_response, runtime_of
+from svc.runtime import Runtime
+from svc.timeutil import now_ms
+
+
+async def get_health(request: Request) -> Response:
+    runtime = runtime_of(request)
+    body = await asyncio.to_thread(health_report, runtime)
+    body["pipeline"]["preflights"] = request.app.state.preflights
+    return json_response(body, 200 if body["ready"] else 503)
+
+
+def health_report(runtime: Runtime) -> dict[str, Any]:
+    """The health document: nothing secret, every figure cheap to get."""
+    loader, spool, ingest = runtime.loader, runtime.spool, runtime.ingest
+    store = _probe(runtime.store.ping_ms)
+    meta = _probe(runtime.meta.ping_ms)
+    oldest = loader.oldest_waiting_ms
+    backlog_bytes = loader.backlog_bytes
+    accepting = (
+        runtime.ready_at is not None
+        and spool.writable()
+        and backlog_bytes < runtime.settings.spool_max_backlog_bytes
+        and meta["reachable"]
+    )
+    return {
+        "ok": accepting,
+        "ready": accepting,
+        "status": "ok"
+        if accepting and store["reachable"]
+        else ("degraded" if accepting else "down"),
+        "pipeline": {
+            "accepting": accepting,
+            "backlogEvents": loader.backlog_events,
+            "backlogBytes": backlog_bytes,
+            "backlogSegments": len(spool.ready),
+            "oldestWaitingMs": (now_ms() - oldest) if oldest else 0,
+            "spoolError": spool.last_error,
+            "commits": spool.commits,
+            "loadedEvents": loader.loaded_events,
+            "loadedSegments": loader.loaded_segments,
+            "loaderError": loader.last_error,
+            **ingest.outcomes.to_json(),
+            "liveSessions": len(ingest.pipeline.sessions),
+            "rememberedEventIds": len(ingest.pipeline.event_ids),
+        },
+        "store": {
+            "kind": "clickhouse" if runtime.settings.clickhouse_url else "chdb",
+            **store,
+        },
+        "metadata": {
+            "kind": runtime.meta.engine.dialect.name,
+            **meta,
+        },
+        "node": {
+            "id": runtime.node_id,
+            "version": __version__,
+            "pid": os.getpid(),
+            "uptimeSeconds": round(time.time() - runtime.started_at, 1),
+            "memoryRssBytes": _rss_bytes(),
+            "maxRssBytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        },
+    }
+
+
+def _probe(ping: Any) -> dict[str, Any]:
+    try:
+        return {"reachable": True, "latencyMs": round(ping(), 2), "error": None}
+    except Exception as exc:
+        return {"reachable": False, "latencyMs": None, "error": f"{type(exc).__name__}"}
+
+
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return 0

@@ -1,0 +1,243 @@
+"""/projects: tenant workspaces and their keys.
+
+The admin token may do everything; a project's secret key may read and change its own
+project (but not its plan) and manage its own keys. Clear keys are shown once, when made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from svc.auth import Principal
+from svc.errors import ApiError, Forbidden, InvalidRequest
+from svc.http.common import error_response, json_body, json_response, principal_of
+from svc.projects import ProjectService
+from svc.queries.dates import parse_zone
+
+NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
+DOMAIN = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9-]{1,63}$")
+KEY_KINDS = ("public", "secret", "share")
+
+
+def _service(request: Request) -> ProjectService:
+    service: ProjectService = request.app.state.projects
+    return service
+
+
+async def _manager(request: Request, project_id: str | None = None) -> Principal:
+    principal = await principal_of(request)
+    if project_id is None:
+        if not principal.is_admin:
+            raise Forbidden("only the admin token may do this")
+    else:
+        principal.require("manage", project_id)
+    return principal
+
+
+async def create_project(request: Request) -> Response:
+    try:
+        await _manager(request)
+        body = await json_body(request)
+        name = body.get("name")
+        if not isinstance(name, str) or not NAME.match(name):
+            raise InvalidRequest(
+                "`name` is required: 1-40 characters of a-z, 0-9 and -, starting with a letter "
+                "or digit",
+                field="name",
+            )
+        timezone = _timezone(body.get("timezone", "UTC"))
+        domains = _domains(body.get("domains", []))
+        _reject_unknown(body, {"name", "timezone", "domains"})
+        record = await asyncio.to_thread(_service(request).create, name, timezone, domains)
+    except ApiError as exc:
+        return error_response(exc)
+    return json_response(record, 201, {"Location": f"/projects/{record['id']}"})
+
+
+async def list_projects(request: Request) -> Response:
+    try:
+        principal = await principal_of(request)
+        if principal.is_admin:
+            projects = await asyncio.to_thread(_service(request).list_all)
+        else:
+            if principal.project is None:
+                raise Forbidden("this credential may not list projects")
+            principal.require("manage", principal.project.id)
+            projects = [await asyncio.to_thread(_service(request).summary, principal.project.id)]
+    except ApiError as exc:
+        return error_response(exc)
+    return json_response({"projects": projects})
+
+
+async def get_project(request: Request) -> Response:
+    project_id = request.path_params["project_id"]
+    try:
+        await _manager(request, project_id)
+        record = await asyncio.to_thread(_service(request).detail, project_id)
+    except ApiError as exc:
+        return error_response(exc)
+    return json_response(record)
+
+
+async def update_project(request: Request) -> Response:
+    project_id = request.path_params["project_id"]
+    try:
+        principal = await _manager(request, project_id)
+        body = await json_body(request)
+        _reject_unknown(body, {"timezone", "domains", "options", "plan"})
+        changes: dict[str, Any] = {}
+        if "timezone" in body:
+            changes["timezone"] = _timezone(body["timezone"])
+        if "domains" in body:
+            changes["domains"] = _domains(body["domains"])
+        if "options" in body:
+            changes["options"] = _options(body["options"])
+        if "plan" in body:
+            if not principal.is_admin:
+                raise Forbidden("only the admin token may change a project's plan")
+            if not isinstance(body["plan"], str) or not body["plan"]:
+                raise InvalidRequest("`plan` must be a plan name", field="plan")
+            changes["plan"] = body["plan"]
+        if not changes:
+            raise InvalidRequest(
+                "nothing to change: send timezone, domains, options or plan", field="body"
+            )
+        record = await asyncio.to_thread(_service(request).update, project_id, changes)
+    except ApiError as exc:
+        return error_response(exc)
+    return json_response(record)
+
+
+async def delete_project(request: Request) -> Response:
+    project_id = request.path_params["project_id"]
+    try:
+        await _manager(request)
+        await asyncio.to_thread(_service(request).delete, project_id)
+    except ApiError as exc:
+        return error_response(exc)
+    return json_response({"ok": True, "deleted": project_id})
+
+
+async def list_keys(request: Request) -> Response:
+    project_id = request.path_params["project_id"]
+    try:
+        await _manager(request, project_id)
+        keys = await asyncio.to_thread(_service(request).keys, project_id)
+    except ApiError as exc:
+        return error_response(exc)
+    return json_response({"keys": keys})
+
+
+async def create_key(request: Request) -> Response:
+    project_id = request.path_params["project_id"]
+    try:
+        await _manager(request, project_id)
+        body = await json_body(request)
+        _reject_unknown(body, {"kind"})
+        kind = body.get("kind", "public")
+        if kind not in KEY_KINDS:
+            raise InvalidRequest("`kind` must be public, secret or share", field="kind")
+        record = await asyncio.to_thread(_service(request).create_key, project_id, kind)
+    except ApiError as exc:
+        return error_response(exc)
+    return json_response(record, 201)
+
+
+async def revoke_key(request: Request) -> Response:
+    project_id, key_id = request.path_params["project_id"], request.path_params["key_id"]
+    try:
+        await _manager(request, project_id)
+        record = await asyncio.to_thread(_service(request).revoke_key, project_id, key_id)
+    except ApiError as exc:
+        return error_response(exc)
+    return json_response(record)
+
+
+async def rotate_key(request: Request) -> Response:
+    project_id, key_id = request.path_params["project_id"], request.path_params["key_id"]
+    try:
+        await _manager(request, project_id)
+        record = await asyncio.to_thread(_service(request).rotate_key, project_id, key_id)
+    except ApiError as exc:
+        return error_response(exc)
+    return json_response(record, 201)
+
+
+def _timezone(value: Any) -> str:
+    if not isinstance(value, str):
+        raise InvalidRequest("`timezone` must be an IANA time zone name", field="timezone")
+    return parse_zone(value, "timezone")
+
+
+def _domains(value: Any) -> list[str]:
+    if not isinstance(value, list) or len(value) > 100:
+        raise InvalidRequest(
+            "`domains` must be an array of at most 100 host names", field="domains"
+        )
+    out: list[str] = []
+    for item in value:
+        if not isinstance(item, str):
+            raise InvalidRequest("`domains` must hold host names", field="domains")
+        host = item.strip().lower().removeprefix("www.")
+        if not DOMAIN.match(host):
+            raise InvalidRequest(f"`domains`: {item!r} is not a host name", field="domains")
+        if host not in out:
+            out.append(host)
+    return out
+
+
+def _options(value: Any) -> dict[str, Any]:
+    """Per-project ingestion options: excluded address ranges and paths, own domains only."""
+    import ipaddress
+
+    if not isinstance(value, dict):
+        raise InvalidRequest("`options` must be an object", field="options")
+    _reject_unknown(value, {"excludeAddresses", "excludePaths", "onlyOwnDomains"}, "options.")
+    out: dict[str, Any] = {}
+    if "excludeAddresses" in value:
+        ranges = value["excludeAddresses"]
+        if not isinstance(ranges, list) or len(ranges) > 1000:
+            raise InvalidRequest(
+                "`options.excludeAddresses` must be a list of CIDRs",
+                field="options.excludeAddresses",
+            )
+        for r in ranges:
+            try:
+                ipaddress.ip_network(str(r), strict=False)
+            except ValueError as exc:
+                raise InvalidRequest(
+                    f"`options.excludeAddresses`: {r!r} is not a CIDR",
+                    field="options.excludeAddresses",
+                ) from exc
+        out["excludeAddresses"] = [str(r) for r in ranges]
+    if "excludePaths" in value:
+        paths = value["excludePaths"]
+        if not isinstance(paths, list) or not all(
+            isinstance(p, str) and p.startswith("/") for p in paths
+        ):
+            raise InvalidRequest(
+                "`options.excludePaths` must be a list of path globs like /admin/*",
+                field="options.excludePaths",
+            )
+        out["excludePaths"] = paths
+    if "onlyOwnDomains" in value:
+        if not isinstance(value["onlyOwnDomains"], bool):
+            raise InvalidRequest(
+                "`options.onlyOwnDomains` must be true or false", field="options.onlyOwnDomains"
+            )
+        out["onlyOwnDomains"] = value["onlyOwnDomains"]
+    return out
+
+
+def _reject_unknown(body: dict[str, Any], allowed: set[str], prefix: str = "") -> None:
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise InvalidRequest(
+            f"unknown field `{prefix}{unknown[0]}`; allowed: {', '.join(sorted(allowed))}",
+            field=prefix + unknown[0],
+        )

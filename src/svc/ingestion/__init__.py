@@ -1,0 +1,1 @@
+"""Ingestion: validate, enrich and identify events, then append them to the spool."""

@@ -1,0 +1,134 @@
+"""Cookie-free visitor and session identity.
+
+A visitor is ``blake2b(key=daily salt, project | client address | user agent)``, 64 bits. The
+salt rotates at midnight UTC; yesterday's salt is kept so a session that runs over midnight
+continues, and salts older than two days are destroyed (the metadata store deletes them), after
+which no stored id can be linked back to an address. No address is stored.
+
+A session is one visitor's run of events with no gap over the timeout (30 minutes). A client's
+own ``sessionId`` names its session as it is (hashed with the project into 64 bits).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+_HASH = hashlib.blake2b
+
+
+def _u64(digest: bytes) -> int:
+    return int.from_bytes(digest, "little")
+
+
+def client_session_id(project_id: str, session_id: str) -> int:
+    """The stored id of a client-named session."""
+    return _u64(
+        _HASH(f"{project_id}\x00{session_id}".encode(), digest_size=8, person=b"svc-sess").digest()
+    )
+
+
+def derived_session_id(visitor_id: int, start_ms: int) -> int:
+    """The stored id of a derived session: its visitor and start time."""
+    data = visitor_id.to_bytes(8, "little") + start_ms.to_bytes(8, "little")
+    return _u64(_HASH(data, digest_size=8, person=b"svc-dsid").digest())
+
+
+def utc_day(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d")
+
+
+def salt_days(now_ms: int) -> list[str]:
+    """The days whose salts are live at ``now_ms``: yesterday and today (UTC)."""
+    today = datetime.fromtimestamp(now_ms / 1000, UTC)
+    return [(today - timedelta(days=1)).strftime("%Y-%m-%d"), today.strftime("%Y-%m-%d")]
+
+
+class Salts:
+    """The live salts, refreshed from the metadata store when the day changes."""
+
+    def __init__(self, fetch: Callable[[list[str]], dict[str, bytes]]) -> None:
+        self._fetch = fetch
+        self._days: list[str] = []
+        self._salts: dict[str, bytes] = {}
+
+    def refresh(self, now_ms: int) -> None:
+        days = salt_days(now_ms)
+        if days != self._days:
+            self._salts = self._fetch(days)
+            self._days = days
+
+    def today(self, now_ms: int) -> bytes:
+        self.refresh(now_ms)
+        return self._salts[self._days[1]]
+
+    def yesterday(self, now_ms: int) -> bytes:
+        self.refresh(now_ms)
+        return self._salts[self._days[0]]
+
+
+def visitor_id(salt: bytes, project_id: str, address: str, user_agent: str) -> int:
+    data = f"{project_id}\x00{address}\x00{user_agent}".encode()
+    return _u64(_HASH(data, digest_size=8, key=salt, person=b"svc-vis").digest())
+
+
+@dataclass(slots=True)
+class _Session:
+    session_id: int
+    visitor_id: int
+    first_ms: int
+    last_ms: int
+
+
+class SessionTracker:
+    """Assigns derived session ids: a new session after ``timeout_ms`` without events.
+
+    State is in memory, keyed by (project, visitor); at start-up it is rebuilt from recent
+    events (store and spool) with :meth:`seed`.
+    """
+
+    def __init__(self, timeout_ms: int) -> None:
+        self.timeout_ms = timeout_ms
+        self._sessions: dict[tuple[str, int], _Session] = {}
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def has_active(self, project_id: str, visitor: int, ts_ms: int) -> bool:
+        s = self._sessions.get((project_id, visitor))
+        return s is not None and ts_ms - s.last_ms <= self.timeout_ms
+
+    def assign(self, project_id: str, visitor: int, ts_ms: int) -> int:
+        key = (project_id, visitor)
+        s = self._sessions.get(key)
+        if s is not None:
+            if s.first_ms - self.timeout_ms <= ts_ms <= s.last_ms + self.timeout_ms:
+                if ts_ms > s.last_ms:
+                    s.last_ms = ts_ms
+                if ts_ms < s.first_ms:
+                    s.first_ms = ts_ms
+                return s.session_id
+            if ts_ms < s.first_ms:
+                # A late event from well before the current session: its own session.
+                return derived_session_id(visitor, ts_ms)
+        sid = derived_session_id(visitor, ts_ms)
+        self._sessions[key] = _Session(sid, visitor, ts_ms, ts_ms)
+        return sid
+
+    def seed(self, rows: Iterable[tuple[str, int, int, int, int]]) -> None:
+        """Rows of (project, visitor, session id, first ms, last ms), latest session wins."""
+        for project_id, visitor, sid, first_ms, last_ms in rows:
+            key = (project_id, visitor)
+            current = self._sessions.get(key)
+            if current is None or last_ms > current.last_ms:
+                self._sessions[key] = _Session(sid, visitor, first_ms, last_ms)
+
+    def expire(self, now_ms: int) -> int:
+        """Forget sessions idle for longer than the timeout; returns how many."""
+        cutoff = now_ms - self.timeout_ms
+        stale = [k for k, s in self._sessions.items() if s.last_ms < cutoff]
+        for k in stale:
+            del self._sessions[k]
+        return len(stale)

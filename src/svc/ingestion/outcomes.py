@@ -1,0 +1,36 @@
+"""Why an event was not stored: one typed reason per dropped event, counted."""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+
+
+class DropReason(enum.StrEnum):
+    """Reasons for dropping an otherwise valid event on purpose (the request still gets 200)."""
+
+    BOT = "bot"
+    MISSING_USER_AGENT = "missing_user_agent"
+    HEADLESS = "headless"
+    HTTP_LIBRARY = "http_library"
+    EXCLUDED_ADDRESS = "excluded_address"
+    EXCLUDED_PATH = "excluded_path"
+    FOREIGN_HOSTNAME = "foreign_hostname"
+    DUPLICATE_EVENT_ID = "duplicate_event_id"
+
+
+class Outcomes:
+    """Counters of accepted, rejected (invalid) and dropped events since start."""
+
+    def __init__(self) -> None:
+        self.accepted = 0
+        self.rejected: Counter[str] = Counter()
+        self.dropped: Counter[str] = Counter()
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "accepted": self.accepted,
+            "rejected": dict(self.rejected),
+            "dropped": dict(self.dropped),
+            "droppedTotal": sum(self.dropped.values()),
+        }

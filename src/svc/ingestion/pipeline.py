@@ -1,0 +1,254 @@
+"""The ingestion pipeline: an ordered list of named steps applied to each valid event.
+
+Each step reads and fills an :class:`EventDraft`; a step that drops the event returns its one
+:class:`DropReason`, and the event goes no further. The steps, in order:
+
+1. ``parse_url``: hostname, path, kept query parameters (UTM, click ids).
+2. ``drop_bots``: crawler, headless and HTTP-library user agents.
+3. ``drop_excluded``: the project's excluded address ranges and paths, foreign hostnames.
+4. ``drop_duplicates``: an ``eventId`` seen before.
+5. ``enrich_user_agent``: browser, OS, device class.
+6. ``attribute_source``: source, channel, referrer host.
+7. ``locate``: country, region, city.
+8. ``identify``: visitor and session ids.
+
+The spool append follows in :mod:`svc.ingestion.service`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import ipaddress
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from svc.ingestion import identity
+from svc.ingestion.dedup import EventIdFilter
+from svc.ingestion.enrich.bots import bot_reason
+from svc.ingestion.enrich.geo import Geo, GeoLookup
+from svc.ingestion.enrich.sources import attribute
+from svc.ingestion.enrich.useragent import device_from_screen, parse_user_agent
+from svc.ingestion.outcomes import DropReason
+from svc.ingestion.urls import PageUrl, parse_page_url
+from svc.ingestion.wire import RawEvent
+from svc.meta.store import Project
+from svc.storage.events import EventRow, ch_time
+
+_BOT_REASONS = {
+    "missing_user_agent": DropReason.MISSING_USER_AGENT,
+    "headless": DropReason.HEADLESS,
+    "http_library": DropReason.HTTP_LIBRARY,
+}
+
+
+@dataclass(slots=True)
+class RequestContext:
+    """What the request tells about every event in it."""
+
+    project: Project
+    key_kind: str
+    address: str
+    user_agent: str
+    edge_country: str
+    received_ms: int
+
+
+@dataclass(slots=True)
+class EventDraft:
+    raw: RawEvent
+    ctx: RequestContext
+    ts_ms: int
+    address: str
+    user_agent: str
+    page: PageUrl = field(default_factory=lambda: PageUrl("", "/"))
+    browser: str = ""
+    browser_version: str = ""
+    os: str = ""
+    os_version: str = ""
+    device: str = ""
+    source: str = "direct"
+    channel: str = "direct"
+    referrer_host: str = ""
+    geo: Geo = field(default_factory=lambda: Geo("", "", ""))
+    visitor_id: int = 0
+    session_id: int = 0
+    dedup_key: int | None = None
+
+    def to_row(self) -> EventRow:
+        q = self.page.query
+        raw = self.raw
+        return EventRow(
+            project_id=self.ctx.project.id,
+            ts=ch_time(self.ts_ms),
+            received_at=ch_time(self.ctx.received_ms),
+            event_id=raw.event_id or "",
+            name=raw.name,
+            session_id=self.session_id,
+            visitor_id=self.visitor_id,
+            hostname=self.page.hostname,
+            path=self.page.path,
+            url=raw.url,
+            referrer=raw.referrer or "",
+            referrer_host=self.referrer_host,
+            source=self.source,
+            channel=self.channel,
+            utm_source=q.get("utm_source", "").lower(),
+            utm_medium=q.get("utm_medium", "").lower(),
+            utm_campaign=q.get("utm_campaign", ""),
+            utm_content=q.get("utm_content", ""),
+            utm_term=q.get("utm_term", ""),
+            click_id=self.page.click_id,
+            properties=raw.properties,
+            browser=self.browser,
+            browser_version=self.browser_version,
+            os=self.os,
+            os_version=self.os_version,
+            device=self.device,
+            screen_width=raw.screen or 0,
+            country=self.geo.country,
+            region=self.geo.region,
+            city=self.geo.city,
+        )
+
+
+Step = Callable[[EventDraft], DropReason | None]
+
+
+class Pipeline:
+    """The ordered enrichment steps, with the state some of them keep."""
+
+    def __init__(
+        self,
+        *,
+        salts: identity.Salts,
+        sessions: identity.SessionTracker,
+        event_ids: EventIdFilter,
+        geo: GeoLookup,
+    ) -> None:
+        self.salts = salts
+        self.sessions = sessions
+        self.event_ids = event_ids
+        self.geo = geo
+        self.steps: list[tuple[str, Step]] = [
+            ("parse_url", self.parse_url),
+            ("drop_bots", self.drop_bots),
+            ("drop_excluded", self.drop_excluded),
+            ("drop_duplicates", self.drop_duplicates),
+            ("enrich_user_agent", self.enrich_user_agent),
+            ("attribute_source", self.attribute_source),
+            ("locate", self.locate),
+            ("identify", self.identify),
+        ]
+
+    def draft(self, raw: RawEvent, ctx: RequestContext) -> EventDraft:
+        # Server-side senders (secret key) may speak for their end user.
+        trusted = ctx.key_kind == "secret"
+        address = (raw.ip if trusted and raw.ip else None) or ctx.address
+        user_agent = (raw.user_agent if trusted and raw.user_agent else None) or ctx.user_agent
+        return EventDraft(
+            raw=raw,
+            ctx=ctx,
+            ts_ms=raw.ts_ms if raw.ts_ms is not None else ctx.received_ms,
+            address=address,
+            user_agent=user_agent,
+        )
+
+    def run(self, draft: EventDraft) -> DropReason | None:
+        for _name, step in self.steps:
+            reason = step(draft)
+            if reason is not None:
+                return reason
+        return None
+
+    # the steps ------------------------------------------------------------------------------
+
+    @staticmethod
+    def parse_url(d: EventDraft) -> DropReason | None:
+        d.page = parse_page_url(d.raw.url)
+        return None
+
+    @staticmethod
+    def drop_bots(d: EventDraft) -> DropReason | None:
+        # A server-side sender is not judged by its own user agent, only by one it passes on.
+        if d.ctx.key_kind == "secret" and not d.raw.user_agent:
+            return None
+        reason = bot_reason(d.user_agent)
+        if reason is None:
+            return None
+        return _BOT_REASONS.get(reason, DropReason.BOT)
+
+    @staticmethod
+    def drop_excluded(d: EventDraft) -> DropReason | None:
+        options = d.ctx.project.options
+        if not options:
+            return None
+        ranges = options.get("excludeAddresses") or ()
+        if ranges and d.address:
+            try:
+                addr = ipaddress.ip_address(d.address)
+            except ValueError:
+                addr = None
+            if addr is not None and any(
+                addr in ipaddress.ip_network(r, strict=False) for r in ranges
+            ):
+                return DropReason.EXCLUDED_ADDRESS
+        for pattern in options.get("excludePaths") or ():
+            if fnmatch.fnmatchcase(d.page.path, pattern):
+                return DropReason.EXCLUDED_PATH
+        if options.get("onlyOwnDomains") and d.ctx.project.domains and d.page.hostname:
+            host = d.page.hostname
+            if not any(host == dom or host.endswith("." + dom) for dom in d.ctx.project.domains):
+                return DropReason.FOREIGN_HOSTNAME
+        return None
+
+    def drop_duplicates(self, d: EventDraft) -> DropReason | None:
+        event_id = d.raw.event_id
+        if not event_id:
+            return None
+        project_id = d.ctx.project.id
+        if not self.event_ids.reserve(project_id, event_id, d.ctx.received_ms):
+            return DropReason.DUPLICATE_EVENT_ID
+        d.dedup_key = EventIdFilter.key(project_id, event_id)
+        return None
+
+    @staticmethod
+    def enrich_user_agent(d: EventDraft) -> DropReason | None:
+        if d.user_agent:
+            info = parse_user_agent(d.user_agent)
+            d.browser, d.browser_version = info.browser, info.browser_version
+            d.os, d.os_version, d.device = info.os, info.os_version, info.device
+        if not d.device and d.raw.screen:
+            d.device = device_from_screen(d.raw.screen)
+        return None
+
+    @staticmethod
+    def attribute_source(d: EventDraft) -> DropReason | None:
+        a = attribute(d.page.query, d.raw.referrer, d.page.hostname, d.ctx.project.domains)
+        d.source, d.channel, d.referrer_host = a.source, a.channel, a.referrer_host
+        return None
+
+    def locate(self, d: EventDraft) -> DropReason | None:
+        if d.ctx.edge_country and d.address == d.ctx.address:
+            d.geo = Geo(d.ctx.edge_country, "", "")
+        elif d.address:
+            d.geo = self.geo.lookup(d.address)
+        return None
+
+    def identify(self, d: EventDraft) -> DropReason | None:
+        project_id = d.ctx.project.id
+        now = d.ctx.received_ms
+        visitor = identity.visitor_id(self.salts.today(now), project_id, d.address, d.user_agent)
+        if d.raw.session_id:
+            d.visitor_id = visitor
+            d.session_id = identity.client_session_id(project_id, d.raw.session_id)
+            return None
+        if not self.sessions.has_active(project_id, visitor, d.ts_ms):
+            # A session that began before midnight goes on under yesterday's visitor id.
+            before = identity.visitor_id(
+                self.salts.yesterday(now), project_id, d.address, d.user_agent
+            )
+            if self.sessions.has_active(project_id, before, d.ts_ms):
+                visitor = before
+        d.visitor_id = visitor
+        d.session_id = self.sessions.assign(project_id, visitor, d.ts_ms)
+        return None

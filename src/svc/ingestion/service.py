@@ -1,0 +1,183 @@
+"""The ingestion service: the one domain function behind POST /analytics.
+
+``ingest`` validates every event of a body, runs each valid one through the pipeline, checks
+the project's monthly quota, appends the rows to the spool (group commit) and returns what
+happened to each event. It returns only once the accepted events are durable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from svc.errors import ApiError, Forbidden, InvalidRequest, QuotaExceeded, Unavailable
+from svc.ingestion import identity
+from svc.ingestion.dedup import EventIdFilter
+from svc.ingestion.enrich.geo import GeoLookup
+from svc.ingestion.outcomes import DropReason, Outcomes
+from svc.ingestion.pipeline import Pipeline, RequestContext
+from svc.ingestion.wire import decode_body, validate_event
+from svc.settings import Settings
+from svc.spool.log import Spool, SpoolUnavailable
+from svc.timeutil import month_of
+
+log = logging.getLogger(__name__)
+_encoder = msgspec.json.Encoder()
+
+
+@dataclass(slots=True)
+class IngestResult:
+    """What happened to a request's events."""
+
+    received_ms: int
+    is_batch: bool
+    accepted: int = 0
+    dropped: list[DropReason] = field(default_factory=list)
+    rejected: list[tuple[int, ApiError]] = field(default_factory=list)
+
+    def body(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"ok": True, "ts": self.received_ms}
+        if self.is_batch:
+            out["accepted"] = self.accepted
+            if self.dropped:
+                out["dropped"] = len(self.dropped)
+            if self.rejected:
+                out["rejected"] = [{"index": i, **e.body()} for i, e in self.rejected]
+                for entry in out["rejected"]:
+                    entry.pop("ok", None)
+        return out
+
+
+class Usage:
+    """Events stored per (project, UTC month): seeded from the store and spool at start-up,
+    counted exactly in memory after that."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[tuple[str, str]] = Counter()
+
+    def of(self, project_id: str, month: str) -> int:
+        return self.counts[(project_id, month)]
+
+    def add(self, project_id: str, month: str, n: int) -> None:
+        self.counts[(project_id, month)] += n
+
+
+class IngestService:
+    def __init__(self, settings: Settings, spool: Spool, pipeline: Pipeline) -> None:
+        self.settings = settings
+        self.spool = spool
+        self.pipeline = pipeline
+        self.outcomes = Outcomes()
+        self.usage = Usage()
+
+    @classmethod
+    def build(cls, settings: Settings, spool: Spool, salts: identity.Salts) -> IngestService:
+        pipeline = Pipeline(
+            salts=salts,
+            sessions=identity.SessionTracker(settings.session_timeout_minutes * 60_000),
+            event_ids=EventIdFilter(settings.event_id_window_hours * 3_600_000),
+            geo=GeoLookup(),
+        )
+        return cls(settings, spool, pipeline)
+
+    def quota_of(self, project_plan: str) -> int:
+        return self.settings.monthly_quota
+
+    async def ingest(self, ctx: RequestContext, body: bytes) -> IngestResult:
+        """Store what is valid in ``body``; raises :class:`ApiError` for a whole-request error."""
+        decoded = decode_body(body, self.settings.max_batch_events)
+        result = IngestResult(ctx.received_ms, decoded.is_batch)
+        project = ctx.project
+        month = month_of(ctx.received_ms)
+        quota_left = self.quota_of(project.plan) - self.usage.of(project.id, month)
+        rows: list[bytes] = []
+        dedup_keys: list[int] = []
+        pipeline = self.pipeline
+        for index, obj in enumerate(decoded.events):
+            try:
+                raw = validate_event(obj, ctx.received_ms)
+                if raw.project_id is not None and raw.project_id != project.id:
+                    raise Forbidden(
+                        f"`projectId` {raw.project_id!r} is not the project of this key",
+                        field="projectId",
+                    )
+                if quota_left <= 0:
+                    raise QuotaExceeded(
+                        f"project {project.id} has used its {self.quota_of(project.plan)} "
+                        "events for this month",
+                        headers={"Retry-After": str(_seconds_to_next_month(ctx.received_ms))},
+                    )
+            except ApiError as exc:
+                if not decoded.is_batch:
+                    self.outcomes.rejected[exc.code] += 1
+                    raise
+                self.outcomes.rejected[exc.code] += 1
+                result.rejected.append((index, exc))
+                continue
+            draft = pipeline.draft(raw, ctx)
+            reason = pipeline.run(draft)
+            if reason is not None:
+                self.outcomes.dropped[reason] += 1
+                result.dropped.append(reason)
+                continue
+            if draft.dedup_key is not None:
+                dedup_keys.append(draft.dedup_key)
+            rows.append(_encoder.encode(draft.to_row()))
+            quota_left -= 1
+        if decoded.is_batch and not rows and not result.dropped and result.rejected:
+            first = result.rejected[0][1]
+            raise _BatchRejected(first, result)
+        if rows:
+            rows.append(b"")
+            try:
+                await self.spool.append(b"\n".join(rows), len(rows) - 1, ctx.received_ms)
+            except (SpoolUnavailable, asyncio.CancelledError) as exc:
+                self.pipeline.event_ids.release(dedup_keys)
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+                raise Unavailable(
+                    "events cannot be stored right now; retry later",
+                    headers={"Retry-After": "5"},
+                ) from exc
+            n = len(rows) - 1
+            result.accepted = n
+            self.outcomes.accepted += n
+            self.usage.add(project.id, month, n)
+        return result
+
+
+class _BatchRejected(ApiError):
+    """A batch none of whose events was valid: the first error's status, with every error."""
+
+    def __init__(self, first: ApiError, result: IngestResult) -> None:
+        super().__init__(
+            f"no event of the batch was accepted: {first.message}",
+            status=first.status,
+            code=first.code,
+            headers=first.headers,
+        )
+        self.result = result
+
+    def body(self) -> dict[str, Any]:
+        out = super().body()
+        out["accepted"] = 0
+        out["rejected"] = [
+            {"index": i, "error": e.body()["error"]} for i, e in self.result.rejected
+        ]
+        return out
+
+
+def _seconds_to_next_month(ms: int) -> int:
+    from datetime import UTC, datetime
+
+    now = datetime.fromtimestamp(ms / 1000, UTC)
+    nxt = datetime(now.year + (now.month == 12), now.month % 12 + 1, 1, tzinfo=UTC)
+    return max(1, int((nxt - now).total_seconds()))
+
+
+__all__ = ["IngestResult", "IngestService", "InvalidRequest"]

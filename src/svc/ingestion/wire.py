@@ -1,0 +1,232 @@
+"""The wire format of POST /analytics: decoding a body and validating each event.
+
+A body is one event object, a JSON array of events, or ``{"events": [...]}``. Each event is
+validated on its own so that a batch keeps its valid events; every error names its field.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from svc.errors import InvalidRequest, PayloadTooLarge
+
+MAX_EVENT_NAME = 200
+MAX_URL = 2048
+MAX_SESSION_ID = 128
+MAX_EVENT_ID = 128
+MAX_REFERRER = 2048
+MAX_PROPERTIES = 50
+MAX_PROPERTY_KEY = 200
+MAX_PROPERTY_VALUE = 2048
+MAX_ITEMS = 200
+MAX_USER_AGENT = 1024
+PAST_WINDOW_MS = 7 * 24 * 3600 * 1000
+FUTURE_WINDOW_MS = 5 * 60 * 1000
+
+_decoder = msgspec.json.Decoder()
+_encoder = msgspec.json.Encoder()
+_IP = re.compile(r"^[0-9A-Fa-f:.]{2,45}$")
+
+KNOWN_FIELDS = frozenset(
+    (
+        "event",
+        "url",
+        "sessionId",
+        "projectId",
+        "properties",
+        "referrer",
+        "ts",
+        "eventId",
+        "userAgent",
+        "ip",
+        "screen",
+    )
+)
+
+
+@dataclass(slots=True)
+class RawEvent:
+    """A validated event as the client sent it."""
+
+    name: str
+    url: str
+    session_id: str | None
+    project_id: str | None
+    properties: dict[str, str]
+    referrer: str | None
+    ts_ms: int | None
+    event_id: str | None
+    user_agent: str | None
+    ip: str | None
+    screen: int | None
+
+
+@dataclass(slots=True)
+class Body:
+    events: list[Any]
+    is_batch: bool
+
+
+def decode_body(data: bytes, max_events: int) -> Body:
+    """Parse JSON and find the events; malformed JSON or a wrong shape is a 400."""
+    if not data.strip():
+        raise InvalidRequest("the request body is empty; send a JSON event", field="body")
+    try:
+        doc = _decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        raise InvalidRequest(f"the body is not valid JSON: {exc}", field="body") from exc
+    if isinstance(doc, list):
+        events, is_batch = doc, True
+    elif isinstance(doc, dict) and "events" in doc and "event" not in doc:
+        events, is_batch = doc["events"], True
+        if not isinstance(events, list):
+            raise InvalidRequest("`events` must be an array of events", field="events")
+    elif isinstance(doc, dict):
+        events, is_batch = [doc], False
+    else:
+        raise InvalidRequest(
+            'the body must be an event object, an array of events or {"events": [...]}',
+            field="body",
+        )
+    if is_batch and not events:
+        raise InvalidRequest("the batch has no events", field="events")
+    if len(events) > max_events:
+        raise PayloadTooLarge(
+            f"a batch holds at most {max_events} events; this one has {len(events)}",
+            field="events",
+        )
+    return Body(events, is_batch)
+
+
+def validate_event(obj: Any, now_ms: int) -> RawEvent:
+    """A :class:`RawEvent`, or :class:`InvalidRequest` naming the first bad field."""
+    if not isinstance(obj, dict):
+        raise InvalidRequest("an event must be a JSON object", field="event")
+    name = obj.get("event")
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidRequest("`event` is required: a non-empty string", field="event")
+    if len(name) > MAX_EVENT_NAME:
+        raise InvalidRequest(f"`event` is longer than {MAX_EVENT_NAME} characters", field="event")
+    url = obj.get("url")
+    if not isinstance(url, str) or not url.strip():
+        raise InvalidRequest("`url` is required: a full URL or a path", field="url")
+    if len(url) > MAX_URL:
+        raise InvalidRequest(f"`url` is longer than {MAX_URL} characters", field="url")
+    if not (url.startswith("/") or "://" in url):
+        raise InvalidRequest("`url` must be a full URL (https://...) or a path (/...)", field="url")
+    session_id = _opt_str(obj, "sessionId", MAX_SESSION_ID)
+    project_id = _opt_str(obj, "projectId", 64)
+    referrer = _opt_str(obj, "referrer", MAX_REFERRER, truncate=True)
+    event_id = _opt_str(obj, "eventId", MAX_EVENT_ID)
+    user_agent = _opt_str(obj, "userAgent", MAX_USER_AGENT)
+    ip = _opt_str(obj, "ip", 45)
+    if ip is not None and not _IP.match(ip):
+        raise InvalidRequest("`ip` must be an IPv4 or IPv6 address", field="ip")
+    ts = obj.get("ts")
+    ts_ms: int | None = None
+    if ts is not None:
+        if isinstance(ts, bool) or not isinstance(ts, int | float) or not math.isfinite(ts):
+            raise InvalidRequest(
+                "`ts` must be an integer: milliseconds since the epoch", field="ts"
+            )
+        ts_ms = int(ts)
+        if ts_ms < now_ms - PAST_WINDOW_MS:
+            raise InvalidRequest("`ts` is more than 7 days in the past", field="ts")
+        if ts_ms > now_ms + FUTURE_WINDOW_MS:
+            raise InvalidRequest("`ts` is more than 5 minutes in the future", field="ts")
+    screen = obj.get("screen")
+    if screen is not None and (
+        isinstance(screen, bool) or not isinstance(screen, int) or not 0 <= screen <= 65535
+    ):
+        raise InvalidRequest("`screen` must be a width in pixels (0-65535)", field="screen")
+    properties = _properties(obj.get("properties"))
+    return RawEvent(
+        name=name,
+        url=url,
+        session_id=session_id,
+        project_id=project_id,
+        properties=properties,
+        referrer=referrer,
+        ts_ms=ts_ms,
+        event_id=event_id,
+        user_agent=user_agent,
+        ip=ip,
+        screen=screen,
+    )
+
+
+def _opt_str(obj: dict[str, Any], key: str, limit: int, *, truncate: bool = False) -> str | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidRequest(f"`{key}` must be a string", field=key)
+    if len(value) > limit:
+        if truncate:
+            return value[:limit]
+        raise InvalidRequest(f"`{key}` is longer than {limit} characters", field=key)
+    return value or None
+
+
+def _properties(value: Any) -> dict[str, str]:
+    """String keys to scalars, stored as strings (non-strings as their JSON text).
+
+    The one exception is ``items`` (GA4's item list): an array of flat objects, stored as JSON.
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidRequest("`properties` must be an object", field="properties")
+    if len(value) > MAX_PROPERTIES:
+        raise InvalidRequest(
+            f"`properties` has {len(value)} keys; at most {MAX_PROPERTIES} are allowed",
+            field="properties",
+        )
+    out: dict[str, str] = {}
+    for key, item in value.items():
+        where = f"properties.{key}"
+        if not key or len(key) > MAX_PROPERTY_KEY:
+            raise InvalidRequest(
+                f"property names are 1-{MAX_PROPERTY_KEY} characters", field="properties"
+            )
+        if isinstance(item, str):
+            if len(item) > MAX_PROPERTY_VALUE:
+                raise InvalidRequest(
+                    f"`{where}` is longer than {MAX_PROPERTY_VALUE} characters", field=where
+                )
+            out[key] = item
+        elif item is None or isinstance(item, bool | int):
+            out[key] = _encoder.encode(item).decode()
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise InvalidRequest(f"`{where}` must be a finite number", field=where)
+            out[key] = _encoder.encode(item).decode()
+        elif key == "items" and isinstance(item, list):
+            out[key] = _items(item, where)
+        else:
+            raise InvalidRequest(
+                f"`{where}` must be a string, number, boolean or null", field=where
+            )
+    return out
+
+
+def _items(items: list[Any], where: str) -> str:
+    if len(items) > MAX_ITEMS:
+        raise InvalidRequest(f"`{where}` holds at most {MAX_ITEMS} items", field=where)
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise InvalidRequest(f"`{where}[{i}]` must be an object", field=where)
+        for k, v in item.items():
+            if not (v is None or isinstance(v, str | bool | int | float)):
+                raise InvalidRequest(
+                    f"`{where}[{i}].{k}` must be a string, number, boolean or null", field=where
+                )
+    text = _encoder.encode(items).decode()
+    if len(text) > 16 * MAX_PROPERTY_VALUE:
+        raise InvalidRequest(f"`{where}` is too large", field=where)
+    return text

@@ -1,0 +1,69 @@
+"""Project provisioning: the domain functions behind /projects and ``svcm projects|keys``.
+
+Records returned are JSON-ready dicts. Clear keys appear only in what ``create``,
+``create_key`` and ``rotate_key`` return.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from svc.runtime import Runtime
+from svc.timeutil import month_of, now_ms
+
+
+class ProjectService:
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.meta = runtime.meta
+
+    def create(self, name: str, timezone: str, domains: list[str]) -> dict[str, Any]:
+        project, keys = self.meta.create_project(name, timezone, domains)
+        record = project.to_json()
+        return {**record, "keys": keys, "project": record}
+
+    def list_all(self) -> list[dict[str, Any]]:
+        return [p.to_json() for p in self.meta.list_projects()]
+
+    def summary(self, project_id: str) -> dict[str, Any]:
+        return self.meta.get_project(project_id).to_json()
+
+    def detail(self, project_id: str) -> dict[str, Any]:
+        project = self.meta.get_project(project_id)
+        month = month_of(now_ms())
+        used = self.runtime.ingest.usage.of(project_id, month)
+        quota = self.runtime.ingest.quota_of(project.plan)
+        return {
+            **project.to_json(),
+            "keys": [k.to_json() for k in self.meta.list_keys(project_id)],
+            "usage": {"month": month, "events": used, "quota": quota},
+        }
+
+    def update(self, project_id: str, changes: dict[str, Any]) -> dict[str, Any]:
+        project = self.meta.update_project(project_id, changes)
+        self.runtime.authenticator.forget()
+        return project.to_json()
+
+    def delete(self, project_id: str) -> None:
+        self.meta.get_project(project_id)
+        self.meta.delete_project(project_id)
+        self.runtime.authenticator.forget()
+        self.runtime.store.delete_project(project_id)
+
+    def keys(self, project_id: str) -> list[dict[str, Any]]:
+        self.meta.get_project(project_id)
+        return [k.to_json() for k in self.meta.list_keys(project_id)]
+
+    def create_key(self, project_id: str, kind: str) -> dict[str, Any]:
+        key, clear = self.meta.create_key(project_id, kind)
+        return {**key.to_json(), "key": clear}
+
+    def revoke_key(self, project_id: str, key_id: str) -> dict[str, Any]:
+        key = self.meta.revoke_key(project_id, key_id)
+        self.runtime.authenticator.forget()
+        return key.to_json()
+
+    def rotate_key(self, project_id: str, key_id: str) -> dict[str, Any]:
+        new, clear, old = self.meta.rotate_key(project_id, key_id)
+        self.runtime.authenticator.forget()
+        return {**new.to_json(), "key": clear, "replaces": old.id}

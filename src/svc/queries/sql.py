@@ -1,0 +1,114 @@
+"""Every SQL statement of the query side is built here, with bound parameters only.
+
+Values never enter SQL text: they are passed as ClickHouse ``{name:Type}`` parameters. Only
+identifiers chosen from fixed tables in this module are written into the text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from svc.queries.dates import DateRange
+
+
+@dataclass
+class Statement:
+    sql: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def range_params(project_id: str, rng: DateRange, prefix: str = "") -> dict[str, Any]:
+    return {
+        f"{prefix}project": project_id,
+        f"{prefix}start": rng.start_utc.replace(tzinfo=None),
+        f"{prefix}end": rng.end_utc.replace(tzinfo=None),
+    }
+
+
+def range_where(prefix: str = "") -> str:
+    return (
+        f"project_id = {{{prefix}project:String}} "
+        f"AND ts >= {{{prefix}start:DateTime64(3, 'UTC')}} "
+        f"AND ts < {{{prefix}end:DateTime64(3, 'UTC')}}"
+    )
+
+
+def sessions_subquery(where: str) -> str:
+    """One row per session with an event in the range: its page views, events, source,
+    visitor, first and last event."""
+    return (
+        "SELECT session_id, "
+        "countIf(name = 'page_view') AS pv, "
+        "count() AS ev, "
+        "argMin(source, ts) AS src, "
+        "any(visitor_id) AS visitor, "
+        "min(ts) AS first_ts, max(ts) AS last_ts "
+        f"FROM events WHERE {where} GROUP BY session_id"
+    )
+
+
+def metrics_by_source(project_id: str, rng: DateRange) -> Statement:
+    """Per first-event source, and a rollup row (source ''), of the session aggregates."""
+    sql = (
+        "SELECT src, "
+        "sum(pv) AS pageviews, sum(ev) AS events, count() AS sessions, "
+        "countIf(pv = 1 AND ev = 1) AS bounces, countIf(pv > 0) AS sessions_with_pv, "
+        "uniqExact(visitor) AS visitors, "
+        "sum(dateDiff('millisecond', first_ts, last_ts)) AS duration_ms "
+        f"FROM ({sessions_subquery(range_where())}) "
+        "GROUP BY src WITH ROLLUP ORDER BY sessions DESC, src"
+    )
+    return Statement(sql, range_params(project_id, rng))
+
+
+def events_of_project(project_id: str, limit: int) -> Statement:
+    """The newest events of a project (diagnostics and tests)."""
+    sql = (
+        "SELECT * FROM events WHERE project_id = {project:String} "
+        "ORDER BY ts DESC LIMIT {limit:UInt32}"
+    )
+    return Statement(sql, {"project": project_id, "limit": limit})
+
+
+def usage_by_project_month(since_month_start: Any) -> Statement:
+    sql = (
+        "SELECT project_id, formatDateTime(received_at, '%Y-%m', 'UTC') AS month, count() "
+        "FROM events WHERE received_at >= {since:DateTime64(3, 'UTC')} "
+        "GROUP BY project_id, month"
+    )
+    return Statement(sql, {"since": since_month_start})
+
+
+def recent_sessions(since: Any) -> Statement:
+    sql = (
+        "SELECT project_id, visitor_id, argMax(session_id, ts), "
+        "toUnixTimestamp64Milli(min(ts)), toUnixTimestamp64Milli(max(ts)) "
+        "FROM events WHERE received_at >= {since:DateTime64(3, 'UTC')} "
+        "GROUP BY project_id, visitor_id"
+    )
+    return Statement(sql, {"since": since})
+
+
+def recent_event_ids(since: Any) -> Statement:
+    sql = (
+        "SELECT project_id, event_id, toUnixTimestamp64Milli(min(received_at)) "
+        "FROM events WHERE received_at >= {since:DateTime64(3, 'UTC')} AND event_id != '' "
+        "GROUP BY project_id, event_id"
+    )
+    return Statement(sql, {"since": since})
+
+
+EXPORT_COLUMNS = (
+    "toUnixTimestamp64Milli(ts) AS ts_ms, name AS event, url, hostname, path, referrer, "
+    "referrer_host, source, channel, utm_source, utm_medium, utm_campaign, utm_content, "
+    "utm_term, click_id, toString(session_id) AS session_id, toString(visitor_id) AS "
+    "visitor_id, event_id, properties, browser, browser_version, os, os_version, device, "
+    "screen_width, country, region, city, toUnixTimestamp64Milli(received_at) AS received_ms"
+)
+
+
+def export_events(project_id: str, rng: DateRange) -> Statement:
+    """Every event of a project in a range, oldest first, in the documented export columns."""
+    sql = f"SELECT {EXPORT_COLUMNS} FROM events WHERE {range_where()} ORDER BY ts, event_id"
+    return Statement(sql, range_params(project_id, rng))

@@ -1,0 +1,177 @@
+"""The running service: every long-lived part, started and stopped in order.
+
+Start-up: migrate metadata and event store, recover the spool, rebuild the in-memory state
+(eventId window, live sessions, usage of this month) from the store and the spool, then start
+the spool writer, the loader and the housekeeping task. Shut-down: stop taking events, commit
+and close the spool, load what is ready, close the stores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import msgspec
+
+from svc import __version__
+from svc.auth import Authenticator, load_admin_token_hash
+from svc.ingestion.identity import Salts
+from svc.ingestion.service import IngestService
+from svc.meta.store import MetaStore
+from svc.queries import sql
+from svc.settings import Settings
+from svc.spool.loader import Loader
+from svc.spool.log import Spool, read_segment
+from svc.storage.events import EventStore
+from svc.timeutil import month_of, now_ms
+
+log = logging.getLogger(__name__)
+
+
+class Runtime:
+    """Holds the service's parts; one per process."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.node_id = _safe_node_id(settings.node_id or socket.gethostname())
+        self.started_at = time.time()
+        self.ready_at: float | None = None
+        self.meta = MetaStore(settings.effective_meta_url)
+        self.store = EventStore(settings)
+        self.spool = Spool(
+            settings.spool_dir,
+            segment_bytes=settings.spool_segment_bytes,
+            flush_interval_ms=settings.spool_flush_interval_ms,
+            fsync=settings.fsync,
+            node_id=self.node_id,
+            on_ready=self._segment_ready,
+        )
+        self.loader = Loader(self.spool, self.store)
+        self.salts = Salts(self.meta.salts_for)
+        self.ingest = IngestService.build(settings, self.spool, self.salts)
+        self.auth: Authenticator | None = None
+        self.generated_admin_token: str | None = None
+        self._housekeeping: asyncio.Task[None] | None = None
+
+    def _segment_ready(self) -> None:
+        self.loader.notify()
+
+    @property
+    def authenticator(self) -> Authenticator:
+        assert self.auth is not None, "the runtime is not started"
+        return self.auth
+
+    async def start(self) -> None:
+        settings = self.settings
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        token_hash, generated = load_admin_token_hash(settings.data_dir, settings.admin_token)
+        self.generated_admin_token = generated
+        self.auth = Authenticator(self.meta, token_hash, settings.key_cache_seconds)
+        await asyncio.to_thread(self.meta.migrate)
+        await asyncio.to_thread(self.salts.refresh, now_ms())
+        segments = await asyncio.to_thread(self.spool.recover)
+        try:
+            await asyncio.to_thread(self.store.migrate)
+            await asyncio.to_thread(self._seed_from_store)
+        except Exception as exc:  # the store may be down: ingestion still spools
+            log.error("event store unavailable at start-up: %s", exc)
+            self.loader.last_error = f"{type(exc).__name__}: {exc}"[:500]
+        await asyncio.to_thread(self._seed_from_spool, [s.path for s in segments])
+        await self.spool.start()
+        await self.loader.start()
+        self.loader.notify()
+        self._housekeeping = asyncio.create_task(self._housekeep(), name="housekeeping")
+        self.ready_at = time.time()
+
+    async def stop(self) -> None:
+        if self._housekeeping is not None:
+            self._housekeeping.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._housekeeping
+        await self.spool.close()
+        await self.loader.stop(drain=True)
+        self._flush_last_used()
+        await asyncio.to_thread(self.store.close)
+        await asyncio.to_thread(self.meta.close)
+
+    # state rebuilt at start-up --------------------------------------------------------------
+
+    def _seed_from_store(self) -> None:
+        now = datetime.now(UTC)
+        pipeline = self.ingest.pipeline
+        window = timedelta(milliseconds=pipeline.event_ids.window_ms)
+        stmt = sql.recent_event_ids((now - window).replace(tzinfo=None))
+        pipeline.event_ids.seed(
+            (p, e, int(ms)) for p, e, ms in self.store.query(stmt.sql, stmt.params)
+        )
+        timeout = timedelta(milliseconds=pipeline.sessions.timeout_ms)
+        stmt = sql.recent_sessions((now - 2 * timeout).replace(tzinfo=None))
+        pipeline.sessions.seed(
+            (p, int(v), int(s), int(a), int(b))
+            for p, v, s, a, b in self.store.query(stmt.sql, stmt.params)
+        )
+        month_start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+        stmt = sql.usage_by_project_month(month_start.replace(tzinfo=None))
+        for project_id, month, n in self.store.query(stmt.sql, stmt.params):
+            self.ingest.usage.add(project_id, month, int(n))
+
+    def _seed_from_spool(self, paths: list[Path]) -> None:
+        """Events in the spool are not in the store yet: count them in the in-memory state."""
+        pipeline = self.ingest.pipeline
+        decoder = msgspec.json.Decoder()
+        for path in paths:
+            for line in read_segment(path).splitlines():
+                if not line:
+                    continue
+                row = decoder.decode(line)
+                received = _ms_of(row["received_at"])
+                ts = _ms_of(row["ts"])
+                if row.get("event_id"):
+                    pipeline.event_ids.seed([(row["project_id"], row["event_id"], received)])
+                pipeline.sessions.seed(
+                    [(row["project_id"], int(row["visitor_id"]), int(row["session_id"]), ts, ts)]
+                )
+                self.ingest.usage.add(row["project_id"], month_of(received), 1)
+
+    # housekeeping ---------------------------------------------------------------------------
+
+    async def _housekeep(self) -> None:
+        while True:
+            await asyncio.sleep(10)
+            try:
+                now = now_ms()
+                pipeline = self.ingest.pipeline
+                pipeline.sessions.expire(now)
+                pipeline.event_ids.expire(now)
+                await asyncio.to_thread(self.salts.refresh, now)
+                self._flush_last_used()
+            except Exception:  # housekeeping must never stop the service
+                log.exception("housekeeping failed")
+
+    def _flush_last_used(self) -> None:
+        if self.auth is None:
+            return
+        used = self.auth.take_last_used()
+        if used:
+            try:
+                self.meta.touch_keys(used)
+            except Exception:
+                log.exception("could not record key use")
+
+
+def _ms_of(value: str) -> int:
+    seconds, _, frac = value.partition(".")
+    return int(seconds) * 1000 + int((frac + "000")[:3])
+
+
+def _safe_node_id(name: str) -> str:
+    cleaned = "".join(c if c.isalnum() else "_" for c in name)[:40]
+    return cleaned or "node"
+
+
+__all__ = ["Runtime", "__version__"]

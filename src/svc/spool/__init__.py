@@ -1,0 +1,1 @@
+"""The durable spool between the HTTP handlers and the event store."""

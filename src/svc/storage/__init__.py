@@ -1,0 +1,1 @@
+"""The event store: ClickHouse through clickhouse-connect (embedded chDB or a server)."""

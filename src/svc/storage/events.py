@@ -1,0 +1,192 @@
+"""The ClickHouse event store: connection, versioned schema migrations, batch inserts, queries.
+
+One schema and one SQL for every deployment: the embedded default is chDB in
+``<data dir>/events``; ``SVC_CLICKHOUSE_URL`` points the same code at a server.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from datetime import UTC, datetime
+from collections.abc import Iterator, Sequence
+from importlib import resources
+from typing import Any
+
+import clickhouse_connect
+import msgspec
+from clickhouse_connect.driver.client import Client
+
+from svc.settings import Settings
+
+log = logging.getLogger(__name__)
+
+EVENTS_TABLE = "events"
+
+
+class EventRow(msgspec.Struct, array_like=False, gc=False):
+    """One row of the events table as the spool writes it (JSONEachRow).
+
+    ``ts`` and ``received_at`` are seconds with three decimals, as text, which ClickHouse
+    reads into ``DateTime64(3)`` exactly.
+    """
+
+    project_id: str
+    ts: str
+    received_at: str
+    event_id: str
+    name: str
+    session_id: int
+    visitor_id: int
+    hostname: str
+    path: str
+    url: str
+    referrer: str
+    referrer_host: str
+    source: str
+    channel: str
+    utm_source: str
+    utm_medium: str
+    utm_campaign: str
+    utm_content: str
+    utm_term: str
+    click_id: str
+    properties: dict[str, str]
+    browser: str
+    browser_version: str
+    os: str
+    os_version: str
+    device: str
+    screen_width: int
+    country: str
+    region: str
+    city: str
+
+
+#: Columns of a spooled event row, in the order the spool writes them.
+EVENT_COLUMNS: tuple[str, ...] = EventRow.__struct_fields__
+
+
+def ch_time(ms: int) -> str:
+    """Milliseconds since the epoch as ClickHouse DateTime64(3) input text."""
+    return f"{ms // 1000}.{ms % 1000:03d}"
+
+
+def connect(settings: Settings) -> Client:
+    """A clickhouse-connect client for the configured store (chDB unless a URL is set)."""
+    if settings.clickhouse_url:
+        return clickhouse_connect.get_client(
+            dsn=settings.clickhouse_url, autogenerate_session_id=False
+        )
+    settings.chdb_path.mkdir(parents=True, exist_ok=True)
+    return clickhouse_connect.get_client(dsn=f"chdb://{settings.chdb_path.resolve()}")
+
+
+class EventStore:
+    """Batch inserts and parameterised queries against the events table."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._client: Client | None = None
+        self._connect_lock = threading.Lock()
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            with self._connect_lock:
+                if self._client is None:
+                    self._client = connect(self.settings)
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def migrate(self) -> list[int]:
+        """Apply the SQL files of ``storage/migrations`` not applied yet, in order."""
+        client = self.client
+        client.command(
+            "CREATE TABLE IF NOT EXISTS svc_migrations (version UInt32, name String, "
+            "applied_at DateTime64(3, 'UTC')) ENGINE = MergeTree ORDER BY version"
+        )
+        done = {int(r[0]) for r in client.query("SELECT version FROM svc_migrations").result_rows}
+        applied: list[int] = []
+        files = sorted(
+            (
+                f
+                for f in resources.files("svc.storage.migrations").iterdir()
+                if f.name.endswith(".sql")
+            ),
+            key=lambda f: f.name,
+        )
+        for f in files:
+            version = int(f.name.split("_", 1)[0])
+            if version in done:
+                continue
+            for statement in _statements(f.read_text()):
+                client.command(statement)
+            client.insert(
+                "svc_migrations",
+                [[version, f.name, datetime.now(UTC)]],
+                column_names=["version", "name", "applied_at"],
+            )
+            applied.append(version)
+        return applied
+
+    def insert_ndjson(self, data: bytes, token: str) -> None:
+        """Insert JSONEachRow rows (``EVENT_COLUMNS``) idempotently: a retry with the same
+        token is dropped by ClickHouse's insert deduplication."""
+        self.client.raw_insert(
+            EVENTS_TABLE,
+            list(EVENT_COLUMNS),
+            insert_block=data,
+            fmt="JSONEachRow",
+            settings={
+                "insert_deduplication_token": token,
+                "insert_deduplicate": 1,
+                "input_format_skip_unknown_fields": 1,
+            },
+        )
+
+    def query(
+        self,
+        sql: str,
+        parameters: dict[str, Any] | None = None,
+        settings: dict[str, Any] | None = None,
+    ) -> Sequence[Sequence[Any]]:
+        """Rows of a parameterised SELECT (``{name:Type}`` placeholders, bound server-side)."""
+        result = self.client.query(sql, parameters=parameters or {}, settings=settings)
+        return result.result_rows
+
+    def query_named(
+        self, sql: str, parameters: dict[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        result = self.client.query(sql, parameters=parameters or {})
+        names = result.column_names
+        return [dict(zip(names, row, strict=True)) for row in result.result_rows]
+
+    def stream_raw(self, sql: str, parameters: dict[str, Any], fmt: str) -> Iterator[bytes]:
+        """The result of a query in a ClickHouse output format, in chunks."""
+        if self.settings.clickhouse_url:
+            yield from self.client.raw_stream(sql, parameters=parameters, fmt=fmt)
+        else:  # chDB answers in one piece
+            yield self.client.raw_query(sql, parameters=parameters, fmt=fmt)
+
+    def delete_project(self, project_id: str) -> None:
+        """Delete every event of a project (a lightweight DELETE: gone from queries at once)."""
+        self.client.command(
+            "DELETE FROM events WHERE project_id = {project:String}",
+            parameters={"project": project_id},
+        )
+
+    def ping_ms(self) -> float:
+        started = time.perf_counter()
+        self.client.query("SELECT 1")
+        return (time.perf_counter() - started) * 1000
+
+
+def _statements(sql: str) -> list[str]:
+    lines = [line for line in sql.splitlines() if not line.strip().startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]

@@ -1,0 +1,164 @@
+"""Test support: the real svc server in a subprocess on a loopback port, and a small client."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import string
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def admin_token() -> str:
+    alphabet = string.ascii_letters + string.digits
+    return "svc_admin_" + "".join(secrets.choice(alphabet) for _ in range(32))
+
+
+@dataclass
+class Server:
+    """A running ``svcm serve`` with its own data directory."""
+
+    data_dir: Path
+    env: dict[str, str] = field(default_factory=dict)
+    port: int = 0
+    admin_token: str = ""
+    proc: subprocess.Popen[bytes] | None = None
+    log_path: Path | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0, healthy: bool = True) -> Server:
+        """Start and wait for /health to answer (200 unless ``healthy`` is False)."""
+        if not self.port:
+            self.port = free_port()
+        if not self.admin_token:
+            self.admin_token = admin_token()
+        env = {
+            **os.environ,
+            "SVC_ADMIN_TOKEN": self.admin_token,
+            "SVC_SPOOL_FLUSH_INTERVAL_MS": "50",
+            "SVC_LOG_LEVEL": "warning",
+            **self.env,
+        }
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = self.data_dir.parent / f"{self.data_dir.name}-server.log"
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "svc",
+                    "serve",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                    "--data-dir",
+                    str(self.data_dir),
+                ],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=str(ROOT),
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"svc exited with {self.proc.returncode}: {self.log()}")
+            try:
+                status = httpx.get(self.url + "/health", timeout=1).status_code
+                if status == 200 or (not healthy and status == 503):
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError(f"svc did not become healthy in {timeout}s: {self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text()[-4000:] if self.log_path and self.log_path.exists() else ""
+
+    def stop(self, kill: bool = False) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    # API helpers --------------------------------------------------------------------------
+
+    def admin(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.admin_token}"}
+
+    def create_project(self, name: str, **fields: Any) -> dict[str, Any]:
+        """The POST /projects response: the project record with ``keys`` {public, secret}."""
+        r = httpx.post(self.url + "/projects", json={"name": name, **fields}, headers=self.admin())
+        assert r.status_code == 201, r.text
+        body: dict[str, Any] = r.json()
+        body.setdefault("project", {k: v for k, v in body.items() if k != "keys"})
+        return body
+
+    def health(self) -> dict[str, Any]:
+        body: dict[str, Any] = httpx.get(self.url + "/health", timeout=10).json()
+        return body
+
+    def wait_loaded(self, timeout: float = 30.0) -> None:
+        """Block until every accepted event is in the store (and so in every query)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pipeline = self.health()["pipeline"]
+            if pipeline["backlogEvents"] == 0 and not pipeline["loaderError"]:
+                return
+            time.sleep(0.05)
+        raise TimeoutError(f"events still waiting after {timeout}s: {self.health()['pipeline']}")
+
+    def send(self, key: str, body: Any, **kw: Any) -> httpx.Response:
+        return httpx.post(
+            self.url + "/analytics",
+            json=body,
+            headers={"Authorization": f"Bearer {key}", **kw.pop("headers", {})},
+            **kw,
+        )
+
+    def metrics(self, key: str, **params: str) -> dict[str, Any]:
+        r = httpx.get(
+            self.url + "/metrics", params=params, headers={"Authorization": f"Bearer {key}"}
+        )
+        assert r.status_code == 200, r.text
+        body: dict[str, Any] = r.json()
+        return body
+
+    def events(self, project_id: str, secret_key: str) -> list[dict[str, Any]]:
+        """Stored events of a project, oldest first (read straight from the store's export)."""
+        r = httpx.get(
+            self.url + "/export",
+            params={"from": "2000-01-01", "format": "ndjson"},
+            headers={"Authorization": f"Bearer {secret_key}"},
+            timeout=60,
+        )
+        assert r.status_code == 200, r.text
+        import json
+
+        return [json.loads(line) for line in r.text.splitlines() if line.strip()]
