@@ -1,7 +1,8 @@
 // Against the real svc server, started here as a subprocess:
 //   svcm serve --host 127.0.0.1 --port <free> --data-dir <tmp>
 // Skipped, with the reason, when svcm is missing or does not answer GET /health within 15 s.
-// SVCM=/path/to/svcm overrides where svcm is looked for.
+// SVCM=/path/to/svcm overrides where svcm is looked for; SVC_INTEGRATION=require turns a skip
+// into a failure (for CI once the server is part of the build).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -22,6 +23,15 @@ const BROWSER_UA =
   'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36';
 
 let skip = '';
+const REQUIRE = process.env.SVC_INTEGRATION === 'require';
+
+/** Skips the test (or fails it, with SVC_INTEGRATION=require) when there is no server. */
+function noServer(t) {
+  if (!skip) return false;
+  if (REQUIRE) assert.fail(skip);
+  t.skip(skip);
+  return true;
+}
 let server;
 let base = '';
 let dataDir = '';
@@ -166,7 +176,7 @@ after(async () => {
 
 describe('against the real svc server', () => {
   test('events sent by the client are stored and counted once', async (t) => {
-    if (skip) return t.skip(skip);
+    if (noServer(t)) return;
     const p = await project('jsclient');
     const { c, errors, counter } = client(p);
     const ua = { userAgent: BROWSER_UA, ip: '203.0.113.7' };
@@ -191,7 +201,7 @@ describe('against the real svc server', () => {
   });
 
   test('resending the same eventIds, and retrying after a lost response, never double-counts', async (t) => {
-    if (skip) return t.skip(skip);
+    if (noServer(t)) return;
     const p = await project('jsclient-dedup');
     const ua = { userAgent: BROWSER_UA };
     const send = (c) => {
@@ -235,7 +245,7 @@ describe('against the real svc server', () => {
   });
 
   test('a batch of 1,000 events goes in one request', async (t) => {
-    if (skip) return t.skip(skip);
+    if (noServer(t)) return;
     const p = await project('jsclient-bulk');
     const { c, errors, counter } = client(p, { maxBatchSize: 1000 });
     for (let i = 0; i < 1000; i++) c.pageView(`https://acme.example/p/${i}`, { userAgent: BROWSER_UA, sessionId: `bulk-${i % 10}` });
@@ -249,7 +259,7 @@ describe('against the real svc server', () => {
   });
 
   test('events sent from a server without the end user\'s user agent are stored', async (t) => {
-    if (skip) return t.skip(skip);
+    if (noServer(t)) return;
     const p = await project('jsclient-serverside');
     const { c, errors } = client(p);
     c.track('invoice_paid', { amount: 99 }, { sessionId: 'srv-1' });
@@ -262,7 +272,7 @@ describe('against the real svc server', () => {
   });
 
   test('the public key ingests; an event refused inside a batch is reported, the rest stored', async (t) => {
-    if (skip) return t.skip(skip);
+    if (noServer(t)) return;
     const p = await project('jsclient-public');
     // As a browser would send it: the public key, the browser's own User-Agent header (a public
     // key's events carry no userAgent field: only secret keys may speak for an end user).
@@ -288,7 +298,7 @@ describe('against the real svc server', () => {
   });
 
   test('an unknown key (401) and another project\'s id (403) are reported, not retried', async (t) => {
-    if (skip) return t.skip(skip);
+    if (noServer(t)) return;
     const p = await project('jsclient-auth');
     const other = await project('jsclient-other');
 
