@@ -93,9 +93,12 @@
       fetch(endpoint, { method: "POST", body });
   };
 
-  // Sends a page view when the page key changed (the default parameter
-  // computes it: shorter than a local variable).
-  const pageview = (key = l.pathname + (hashMode && l.hash)) => {
+  // Sends a page view when the page key changed. `key` is a parameter only
+  // to be a local variable without a declaration; whatever is passed (the
+  // popstate event) is overwritten. Without data-hash, `hashMode && l.hash`
+  // is `false`: every key ends in "false", which compares just as well.
+  const pageview = (key) => {
+    key = l.pathname + (hashMode && l.hash);
     if (key != last) {
       last = key;
       send();
@@ -111,13 +114,14 @@
   // fires it on every fragment navigation too, hash changes: no hashchange
   // listener is needed.
   ["pushState", "replaceState"].map(
-    (method, _, original = h[method]) =>
+    // map passes three arguments: the fourth parameter is a local variable.
+    (method, _, __, original = h[method]) =>
       (h[method] = (...args) => {
         original.apply(h, args);
         pageview();
       }),
   );
-  addEventListener("popstate", () => pageview());
+  addEventListener("popstate", pageview);
   // A page restored from the back/forward cache runs no script again, but
   // the visitor is looking at it anew: that is a page view.
   addEventListener("pageshow", (e) => e.persisted && send());
