@@ -1,8 +1,14 @@
-"""GET /metrics: the aggregate of a project over a date range."""
+"""GET /metrics and /metrics/*: aggregates, time series, breakdowns and reports.
+
+Every handler: resolve the reader and the project, parse the scope (range, time zone,
+filters), call one query function in a worker thread, answer its JSON.
+"""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -11,8 +17,13 @@ from svc.auth import Principal
 from svc.errors import ApiError, InvalidRequest
 from svc.http.common import error_response, json_response, principal_of, runtime_of
 from svc.meta.store import Project
-from svc.queries.dates import parse_range, parse_zone
+from svc.queries import breakdown, commerce, conversions, properties, realtime, timeseries
+from svc.queries.dates import DateRange, parse_range, parse_zone
+from svc.queries.dimensions import dimension
+from svc.queries.filters import parse_filters
 from svc.queries.metrics import query_metrics
+from svc.queries.scope import QueryScope
+from svc.storage.events import EventStore
 
 
 async def project_for_read(request: Request, principal: Principal) -> Project:
@@ -32,18 +43,146 @@ async def project_for_read(request: Request, principal: Principal) -> Project:
     return project
 
 
-async def get_metrics(request: Request) -> Response:
+def parse_scope(request: Request, project: Project, rng: DateRange | None = None) -> QueryScope:
+    params = request.query_params
+    if rng is None:
+        tz = parse_zone(params["tz"]) if params.get("tz") else project.timezone
+        rng = parse_range(params.get("from"), params.get("to"), tz)
+    return QueryScope(project.id, rng, parse_filters(params.getlist("filter")))
+
+
+def _int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
+    raw = request.query_params.get(name)
+    try:
+        value = int(raw) if raw else default
+    except ValueError:
+        raise InvalidRequest(f"`{name}` must be a whole number", field=name) from None
+    if not low <= value <= high:
+        raise InvalidRequest(f"`{name}` must be between {low} and {high}", field=name)
+    return value
+
+
+async def _read(
+    request: Request,
+    query: Callable[[EventStore, Project, Request], dict[str, Any]],
+) -> Response:
     runtime = runtime_of(request)
     try:
         principal = await principal_of(request)
         project = await project_for_read(request, principal)
-        params = request.query_params
-        tz = parse_zone(params["tz"]) if params.get("tz") else project.timezone
-        rng = parse_range(params.get("from"), params.get("to"), tz)
-        metrics = await asyncio.to_thread(query_metrics, runtime.store, project.id, rng)
+        body = await asyncio.to_thread(query, runtime.store, project, request)
     except ApiError as exc:
         return error_response(exc)
-    body = metrics.to_json()
-    body["from"], body["to"], body["timezone"] = rng.first.isoformat(), rng.last.isoformat(), tz
-    body["projectId"] = project.id
-    return json_response(body)
+    body.setdefault("projectId", project.id)
+    return json_response(body, headers={"Access-Control-Allow-Origin": "*"})
+
+
+def _metrics(store: EventStore, project: Project, request: Request) -> dict[str, Any]:
+    scope = parse_scope(request, project)
+    body = query_metrics(store, scope).to_json()
+    body["from"], body["to"] = scope.rng.first.isoformat(), scope.rng.last.isoformat()
+    body["timezone"] = scope.rng.tz
+    compare = request.query_params.get("compare")
+    if compare:
+        if compare == "previous_period":
+            other = scope.rng.previous_period()
+        elif compare == "previous_year":
+            other = scope.rng.previous_year()
+        else:
+            raise InvalidRequest(
+                "`compare` must be previous_period or previous_year", field="compare"
+            )
+        before = query_metrics(store, parse_scope(request, project, other)).to_json()
+        before["from"], before["to"] = other.first.isoformat(), other.last.isoformat()
+        body["compare"] = before
+    return body
+
+
+def _timeseries(store: EventStore, project: Project, request: Request) -> dict[str, Any]:
+    scope = parse_scope(request, project)
+    interval = timeseries.parse_interval(request.query_params.get("interval"), scope.rng.days)
+    return timeseries.query_timeseries(store, scope, interval)
+
+
+def _breakdown(store: EventStore, project: Project, request: Request) -> dict[str, Any]:
+    params = request.query_params
+    scope = parse_scope(request, project)
+    by = params.get("by")
+    if not by:
+        raise InvalidRequest("`by` is required: the dimension to break down by", field="by")
+    dim, dim_params = dimension(by, "by_key")
+    scope.params.update(dim_params)
+    page = breakdown.parse_page(params.get("limit"), params.get("offset"), params.get("order"))
+    return breakdown.query_breakdown(store, scope, dim, page)
+
+
+def _realtime(store: EventStore, project: Project, request: Request) -> dict[str, Any]:
+    return realtime.query_realtime(store, project.id, _int_param(request, "limit", 10, 1, 100))
+
+
+def _goals(store: EventStore, project: Project, request: Request) -> dict[str, Any]:
+    return conversions.query_goals(
+        store, parse_scope(request, project), request.query_params.getlist("goal")
+    )
+
+
+def _funnel(store: EventStore, project: Project, request: Request) -> dict[str, Any]:
+    window = _int_param(request, "window", 1800, 1, 30 * 86400)
+    return conversions.query_funnel(
+        store, parse_scope(request, project), request.query_params.getlist("step"), window
+    )
+
+
+def _revenue(store: EventStore, project: Project, request: Request) -> dict[str, Any]:
+    limit = _int_param(request, "limit", 10, 1, 1000)
+    return commerce.query_revenue(store, parse_scope(request, project), limit)
+
+
+def _errors(store: EventStore, project: Project, request: Request) -> dict[str, Any]:
+    limit = _int_param(request, "limit", 10, 1, 1000)
+    return commerce.query_errors(store, parse_scope(request, project), limit)
+
+
+def _properties(store: EventStore, project: Project, request: Request) -> dict[str, Any]:
+    scope = parse_scope(request, project)
+    limit = _int_param(request, "limit", 100, 1, 1000)
+    key = request.query_params.get("key")
+    if key:
+        return properties.query_property_values(store, scope, key, limit)
+    return properties.query_property_keys(store, scope, limit)
+
+
+async def get_metrics(request: Request) -> Response:
+    return await _read(request, _metrics)
+
+
+async def get_timeseries(request: Request) -> Response:
+    return await _read(request, _timeseries)
+
+
+async def get_breakdown(request: Request) -> Response:
+    return await _read(request, _breakdown)
+
+
+async def get_realtime(request: Request) -> Response:
+    return await _read(request, _realtime)
+
+
+async def get_goals(request: Request) -> Response:
+    return await _read(request, _goals)
+
+
+async def get_funnel(request: Request) -> Response:
+    return await _read(request, _funnel)
+
+
+async def get_revenue(request: Request) -> Response:
+    return await _read(request, _revenue)
+
+
+async def get_errors(request: Request) -> Response:
+    return await _read(request, _errors)
+
+
+async def get_properties(request: Request) -> Response:
+    return await _read(request, _properties)

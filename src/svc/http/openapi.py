@@ -278,7 +278,11 @@ def _paths() -> dict[str, Any]:
             "get": {
                 "summary": "Aggregate page views, sessions, bounce rate and traffic sources",
                 "security": secured,
-                "parameters": RANGE_PARAMS,
+                "parameters": [
+                    *RANGE_PARAMS,
+                    FILTER,
+                    _param("compare", "query", "previous_period or previous_year: adds `compare`."),
+                ],
                 "responses": {
                     "200": _json(_ref("Metrics"), "The aggregate."),
                     **_errors(400, 401, 403, 404, 429),
@@ -289,6 +293,7 @@ def _paths() -> dict[str, Any]:
                 "responses": {"204": {"description": "Allowed."}},
             },
         },
+        **_report_paths(secured),
         "/export": {
             "get": {
                 "summary": "Raw events of a range as NDJSON, CSV or Parquet",
@@ -457,6 +462,161 @@ def _paths() -> dict[str, Any]:
                 "responses": {"200": {"description": "OpenAPI 3.1."}},
             }
         },
+    }
+
+
+FILTER = _param(
+    "filter",
+    "query",
+    "Repeatable, all must hold: <dimension>:<op>:<value>; ops is, is_not (| separates "
+    "alternatives), contains, not_contains, matches, not_matches (RE2). Dimensions: page, "
+    "entry_page, exit_page, hostname, source, channel, referrer, utm_source, utm_medium, "
+    "utm_campaign, utm_content, utm_term, country, region, city, browser, browser_version, os, "
+    "os_version, device, event, prop:<key>.",
+)
+SESSION_ROW = {
+    "value": {"type": "string"},
+    "visitors": {"type": "integer"},
+    "sessions": {"type": "integer"},
+    "pageviews": {"type": "integer"},
+    "events": {"type": "integer"},
+    "bounceRate": {"type": "string"},
+    "avgSessionDuration": {"type": "number"},
+}
+
+
+def _obj(**props: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": props}
+
+
+def _list(**props: Any) -> dict[str, Any]:
+    return {"type": "array", "items": _obj(**props)}
+
+
+def _report_paths(secured: list[dict[str, list[str]]]) -> dict[str, Any]:
+    scoped = [*RANGE_PARAMS, FILTER]
+    limit = _param("limit", "query", "Most rows (1-1000).", type="integer")
+
+    def get(summary: str, params: list[dict[str, Any]], schema: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "get": {
+                "summary": summary,
+                "security": secured,
+                "parameters": params,
+                "responses": {"200": _json(schema, summary), **_errors(400, 401, 403, 404, 429)},
+            }
+        }
+
+    return {
+        "/metrics/timeseries": get(
+            "Time series by hour, day, week or month, zero-filled",
+            [*scoped, _param("interval", "query", "hour, day (default), week or month.")],
+            _obj(
+                interval={"type": "string"},
+                points={"type": "array", "items": _obj(time={"type": "string"}, **SESSION_ROW)},
+            ),
+        ),
+        "/metrics/breakdown": get(
+            "Metrics per value of a dimension",
+            [
+                *scoped,
+                _param("by", "query", "The dimension (see `filter`).", True),
+                limit,
+                _param("offset", "query", "Rows to skip.", type="integer"),
+                _param(
+                    "order",
+                    "query",
+                    "visitors, sessions, pageviews, events, bounceRate, avgSessionDuration "
+                    "or value; - for descending (default -visitors).",
+                ),
+            ],
+            _obj(by={"type": "string"}, rows=_list(**SESSION_ROW), totalRows={"type": "integer"}),
+        ),
+        "/metrics/realtime": get(
+            "Visitors in the last 5 minutes and the pages they are on",
+            [_param("projectId", "query", "Admin token only."), limit],
+            _obj(
+                visitors={"type": "integer"},
+                pages=_list(value={"type": "string"}, visitors={"type": "integer"}),
+            ),
+        ),
+        "/metrics/goals": get(
+            "Conversions of goals: event:<name> or page:<pattern with *>",
+            [*scoped, _param("goal", "query", "Repeatable.", True)],
+            _obj(
+                visitors={"type": "integer"},
+                goals=_list(
+                    goal={"type": "string"},
+                    visitors={"type": "integer"},
+                    events={"type": "integer"},
+                    conversionRate={"type": "string"},
+                ),
+            ),
+        ),
+        "/metrics/funnel": get(
+            "A funnel of 2 to 8 steps completed in order within a window",
+            [
+                *scoped,
+                _param("step", "query", "Repeatable, 2-8, like goal.", True),
+                _param("window", "query", "Seconds (default 1800).", type="integer"),
+            ],
+            _obj(
+                windowSeconds={"type": "integer"},
+                steps=_list(
+                    step={"type": "string"},
+                    visitors={"type": "integer"},
+                    conversionRate={"type": "string"},
+                    dropOff={"type": "integer"},
+                    dropOffRate={"type": "string"},
+                ),
+            ),
+        ),
+        "/metrics/revenue": get(
+            "Revenue of purchase events per currency, and top items",
+            [*scoped, limit],
+            _obj(
+                currencies=_list(
+                    currency={"type": "string"},
+                    revenue={"type": "number"},
+                    orders={"type": "integer"},
+                    averageOrderValue={"type": "number"},
+                ),
+                topItems=_list(
+                    itemId={"type": "string"},
+                    currency={"type": "string"},
+                    quantity={"type": "number"},
+                    revenue={"type": "number"},
+                ),
+            ),
+        ),
+        "/metrics/errors": get(
+            "Exception events: count, fatal share, top descriptions, pages",
+            [*scoped, limit],
+            _obj(
+                errors={"type": "integer"},
+                fatal={"type": "integer"},
+                fatalShare={"type": "string"},
+                top=_list(
+                    description={"type": "string"},
+                    count={"type": "integer"},
+                    fatal={"type": "integer"},
+                    visitors={"type": "integer"},
+                ),
+                pages=_list(value={"type": "string"}, count={"type": "integer"}),
+            ),
+        ),
+        "/metrics/properties": get(
+            "Custom property keys, or the values of one key",
+            [*scoped, limit, _param("key", "query", "A property key: list its values.")],
+            _obj(
+                keys=_list(key={"type": "string"}, events={"type": "integer"}),
+                values=_list(
+                    value={"type": "string"},
+                    events={"type": "integer"},
+                    visitors={"type": "integer"},
+                ),
+            ),
+        ),
     }
 
 

@@ -1,10 +1,10 @@
 """GET /metrics: the seed's aggregate (page views, sessions, bounce rate, traffic sources)
-and the fields beside it, for a project and a date range.
+and the fields beside it, for a project, a date range and filters.
 
 Definitions: a page view is an event named ``page_view``; sessions are the sessions with an
-event in the range; a bounce is a session with exactly one page view and no other event;
-``bounceRate`` is bounces over sessions with a page view; ``trafficSources`` counts sessions by
-the source of their first event in the range.
+event in the range (that passes the filters); a bounce is a session with exactly one page view
+and no other event; ``bounceRate`` is bounces over sessions with a page view;
+``trafficSources`` counts sessions by the source of their first event in the range.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from svc.queries import sql
-from svc.queries.dates import DateRange
+from svc.queries.scope import SESSION_AGGREGATES, QueryScope, percent
 from svc.storage.events import EventStore
 
 
@@ -31,9 +30,7 @@ class Metrics:
     @property
     def bounce_rate(self) -> str:
         """One decimal and a percent sign; ``"0.0%"`` with no sessions."""
-        if not self.sessions_with_pageview:
-            return "0.0%"
-        return f"{100 * self.bounces / self.sessions_with_pageview:.1f}%"
+        return percent(self.bounces, self.sessions_with_pageview)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -51,20 +48,24 @@ class Metrics:
         }
 
 
-def query_metrics(store: EventStore, project_id: str, rng: DateRange) -> Metrics:
-    stmt = sql.metrics_by_source(project_id, rng)
+def metrics_sql(scope: QueryScope) -> str:
+    """Per first-event source, and a rollup row (source ''), of the session aggregates."""
+    sessions = scope.sessions({"src": "argMin(source, ts)"})
+    return (
+        f"SELECT src, {SESSION_AGGREGATES} FROM ({sessions}) "
+        "GROUP BY src WITH ROLLUP ORDER BY sessions DESC, src"
+    )
+
+
+def query_metrics(store: EventStore, scope: QueryScope) -> Metrics:
     result = Metrics()
-    for src, pageviews, events, sessions, bounces, with_pv, visitors, duration in store.query(
-        stmt.sql, stmt.params
-    ):
+    for row in store.query_named(metrics_sql(scope), scope.params):
+        src = row["src"]
         if src == "":
-            result.pageviews, result.events, result.sessions = (
-                int(pageviews),
-                int(events),
-                int(sessions),
-            )
-            result.bounces, result.sessions_with_pageview = int(bounces), int(with_pv)
-            result.visitors, result.duration_ms = int(visitors), int(duration)
+            result.pageviews, result.events = int(row["pageviews"]), int(row["events"])
+            result.sessions, result.bounces = int(row["sessions"]), int(row["bounces"])
+            result.sessions_with_pageview = int(row["sessions_with_pv"])
+            result.visitors, result.duration_ms = int(row["visitors"]), int(row["duration_ms"])
         else:
-            result.traffic_sources[src] = int(sessions)
+            result.traffic_sources[src] = int(row["sessions"])
     return result

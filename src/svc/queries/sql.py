@@ -34,34 +34,6 @@ def range_where(prefix: str = "") -> str:
     )
 
 
-def sessions_subquery(where: str) -> str:
-    """One row per session with an event in the range: its page views, events, source,
-    visitor, first and last event."""
-    return (
-        "SELECT session_id, "
-        "countIf(name = 'page_view') AS pv, "
-        "count() AS ev, "
-        "argMin(source, ts) AS src, "
-        "any(visitor_id) AS visitor, "
-        "min(ts) AS first_ts, max(ts) AS last_ts "
-        f"FROM events WHERE {where} GROUP BY session_id"
-    )
-
-
-def metrics_by_source(project_id: str, rng: DateRange) -> Statement:
-    """Per first-event source, and a rollup row (source ''), of the session aggregates."""
-    sql = (
-        "SELECT src, "
-        "sum(pv) AS pageviews, sum(ev) AS events, count() AS sessions, "
-        "countIf(pv = 1 AND ev = 1) AS bounces, countIf(pv > 0) AS sessions_with_pv, "
-        "uniqExact(visitor) AS visitors, "
-        "sum(dateDiff('millisecond', first_ts, last_ts)) AS duration_ms "
-        f"FROM ({sessions_subquery(range_where())}) "
-        "GROUP BY src WITH ROLLUP ORDER BY sessions DESC, src"
-    )
-    return Statement(sql, range_params(project_id, rng))
-
-
 def events_of_project(project_id: str, limit: int) -> Statement:
     """The newest events of a project (diagnostics and tests)."""
     sql = (

@@ -1,0 +1,104 @@
+"""Breakdowns: the session metrics of each value of a dimension, ordered and paged.
+
+For a session dimension each session counts once, under its value. For an event dimension
+(page, event, hostname, prop:<key>) a session counts under every value it has an event with,
+and page views and events are those with the value; bounce rate and duration are those of the
+sessions in the row. A page breakdown counts page views only; a property breakdown only the
+events that carry the property.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from svc.errors import InvalidRequest
+from svc.queries.dimensions import Dimension
+from svc.queries.scope import SESSION_AGGREGATES, QueryScope, session_metrics
+from svc.storage.events import EventStore
+
+ORDER_COLUMNS = {
+    "visitors": "visitors",
+    "sessions": "sessions",
+    "pageviews": "pageviews",
+    "events": "events",
+    "bounceRate": "bounces / greatest(sessions_with_pv, 1)",
+    "avgSessionDuration": "duration_ms / greatest(sessions, 1)",
+    "value": "value",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    limit: int = 100
+    offset: int = 0
+    order: str = "-visitors"
+
+    def order_sql(self) -> str:
+        name = self.order.lstrip("-+")
+        if name not in ORDER_COLUMNS:
+            raise InvalidRequest(
+                f"`order` must be one of {', '.join(ORDER_COLUMNS)} (prefix - for descending)",
+                field="order",
+            )
+        direction = "DESC" if self.order.startswith("-") else "ASC"
+        return f"{ORDER_COLUMNS[name]} {direction}, value ASC"
+
+
+def parse_page(limit: str | None, offset: str | None, order: str | None) -> Page:
+    try:
+        n = int(limit) if limit else 100
+        skip = int(offset) if offset else 0
+    except ValueError:
+        raise InvalidRequest("`limit` and `offset` must be whole numbers", field="limit") from None
+    if not 1 <= n <= 1000:
+        raise InvalidRequest("`limit` must be between 1 and 1000", field="limit")
+    if skip < 0:
+        raise InvalidRequest("`offset` must be 0 or more", field="offset")
+    page = Page(n, skip, order or "-visitors")
+    page.order_sql()
+    return page
+
+
+def breakdown_sql(scope: QueryScope, dim: Dimension, page: Page) -> str:
+    tail = (
+        f"ORDER BY {page.order_sql()} "
+        f"LIMIT {{{scope.bind('limit', page.limit)}:UInt32}} "
+        f"OFFSET {{{scope.bind('offset', page.offset)}:UInt32}}"
+    )
+    if dim.level == "session":
+        sessions = scope.sessions({"value": dim.session_expr()})
+        return (
+            f"SELECT value, {SESSION_AGGREGATES}, count() OVER () AS total_rows "
+            f"FROM ({sessions}) GROUP BY value {tail}"
+        )
+    per_value = (
+        f"SELECT session_id, {dim.column} AS value, countIf(name = 'page_view') AS pv, "
+        f"count() AS ev FROM events WHERE {scope.range_where} AND {scope.event_filter} "
+        f"AND {dim.rows} "
+        "GROUP BY session_id, value"
+    )
+    sessions = scope.sessions()
+    return (
+        "SELECT value, uniqExact(s.visitor) AS visitors, count() AS sessions, "
+        "sum(r.pv) AS pageviews, sum(r.ev) AS events, "
+        "countIf(s.all_pv = 1 AND s.all_ev = 1) AS bounces, "
+        "countIf(s.all_pv > 0) AS sessions_with_pv, sum(s.dur) AS duration_ms, "
+        "count() OVER () AS total_rows "
+        f"FROM ({per_value}) AS r INNER JOIN ({sessions}) AS s ON r.session_id = s.session_id "
+        f"GROUP BY value {tail}"
+    )
+
+
+def query_breakdown(
+    store: EventStore, scope: QueryScope, dim: Dimension, page: Page
+) -> dict[str, Any]:
+    rows = store.query_named(breakdown_sql(scope, dim, page), scope.params)
+    return {
+        "by": dim.name,
+        "rows": [{"value": r["value"], **session_metrics(r)} for r in rows],
+        "totalRows": int(rows[0]["total_rows"]) if rows else 0,
+        "limit": page.limit,
+        "offset": page.offset,
+        "order": page.order,
+    }
