@@ -151,7 +151,10 @@ export interface FetchInit {
   method: 'POST';
   headers: Record<string, string>;
   body: string;
-  signal?: unknown;
+  /** An `AbortSignal` (typed loosely so that the library needs no DOM types, and any `fetch`
+   * fits `FetchLike`). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  signal?: any;
   keepalive?: boolean;
 }
 
