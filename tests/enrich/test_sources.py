@@ -109,6 +109,8 @@ REFERRERS: list[tuple[str | None, str, str, str]] = [
         "facebook.com.evil.net",
     ),
     ("example.org/some/page", "example.org", "referral", "example.org"),
+    ("https://user:secret@www.example.org/", "example.org", "referral", "example.org"),
+    ("http://192.168.0.10:8080/admin", "192.168.0.10", "referral", "192.168.0.10"),
     # Direct: none, unparseable, self
     (None, "direct", "direct", ""),
     ("", "direct", "direct", ""),
@@ -116,6 +118,7 @@ REFERRERS: list[tuple[str | None, str, str, str]] = [
     ("about:blank", "direct", "direct", ""),
     ("javascript:void(0)", "direct", "direct", ""),
     ("http://[::1", "direct", "direct", ""),
+    ("http://[2001:db8::1]:8080/", "direct", "direct", ""),
     ("(direct)", "direct", "direct", ""),
     ("https://www.example.com/pricing", "direct", "direct", ""),  # self-referral
     ("https://example.com/", "direct", "direct", ""),  # self without www.

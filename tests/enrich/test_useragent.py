@@ -200,10 +200,10 @@ def test_uses_the_rust_accelerator() -> None:
 def test_cached() -> None:
     ua = CASES[0][0]
     first = parse_user_agent(ua)
-    hits = parse_user_agent.cache_info().hits
+    hits = useragent._parse_cached.cache_info().hits
     assert parse_user_agent(ua) is first
-    assert parse_user_agent.cache_info().hits == hits + 1
-    assert parse_user_agent.cache_info().maxsize == 20_000
+    assert useragent._parse_cached.cache_info().hits == hits + 1
+    assert useragent._parse_cached.cache_info().maxsize == 20_000
 
 
 def test_huge_user_agent_is_cut_not_fatal() -> None:

@@ -63,6 +63,7 @@ EMPTY: Final = Geo("", "", "")
 
 _load_lock = threading.Lock()
 _database: Any = None  # the process-wide geoip2fast.GeoIP2Fast
+_has_city = False  # whether its data has regions and cities
 
 
 def _default_data_file() -> str:
@@ -77,13 +78,15 @@ def _default_data_file() -> str:
 
 
 def _load(data_file: str | None) -> Any:
-    global _database
+    global _database, _has_city
     if _database is None:
         with _load_lock:
             if _database is None:
                 from geoip2fast import GeoIP2Fast
 
-                _database = GeoIP2Fast(geoip2fast_data_file=data_file or _default_data_file())
+                database = GeoIP2Fast(geoip2fast_data_file=data_file or _default_data_file())
+                _has_city = bool(database.city)
+                _database = database
     return _database
 
 
@@ -141,12 +144,20 @@ class GeoLookup:
             return EMPTY
         if country in _NOT_COUNTRIES:
             return EMPTY
-        city = getattr(found, "city", None)  # a CityDetail only with city data
+        if not _has_city:
+            return _country_only(country)
+        city = getattr(found, "city", None)  # a CityDetail
         return Geo(
             country=country,
             region=_text(getattr(city, "subdivision_name", "")),
             city=_text(getattr(city, "name", "")),
         )
+
+
+@lru_cache(maxsize=512)
+def _country_only(country: str) -> Geo:
+    """One shared :class:`Geo` per country (frozen, so sharing is safe and saves time)."""
+    return Geo(country, "", "")
 
 
 @lru_cache(maxsize=1_024)

@@ -64,8 +64,9 @@ Contract of :func:`attribute` (CONTRACT.md "trafficSources", FIELD.md "Sources")
         "Unassigned" for unknown campaign sources; a plain referrer is a referral).
 
 All names are in :data:`CHANNELS`. Everything here is pure; the parsing of a referrer, the
-canonical name of a host and the category of a source are cached with
-:func:`functools.lru_cache`.
+canonical name of a host, the category of a source and the channel of a (source, medium,
+campaign) are cached with :func:`functools.lru_cache` (campaign and medium are cut to 128
+characters for that).
 """
 
 from __future__ import annotations
@@ -75,7 +76,6 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
-from urllib.parse import urlsplit
 
 __all__ = ["CATEGORIES", "CHANNELS", "HOSTS", "Attribution", "attribute", "canonical_source"]
 
@@ -104,6 +104,7 @@ CHANNELS: Final = (
 
 DIRECT: Final = "direct"
 _MAX_SOURCE_LEN: Final = 128
+_MAX_REFERRER_LEN: Final = 1_024  # the host is in the first 300 characters of any valid URL
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,6 +300,7 @@ CATEGORIES: Final[Mapping[str, str]] = {
 
 _SEARCH_CLICK_IDS: Final = ("gclid", "gbraid", "wbraid", "dclid", "msclkid", "yclid")
 _SOCIAL_CLICK_IDS: Final = ("ttclid", "twclid", "li_fat_id", "sccid", "rdt_cid")
+_CLICK_IDS: Final = frozenset(_SEARCH_CLICK_IDS + _SOCIAL_CLICK_IDS)
 _PAID_MEDIUM_RE: Final = re.compile(r"^(?:.*cp.*|ppc|retargeting|paid.*)$")
 _SHOP_CAMPAIGN_RE: Final = re.compile(r"(?:[^a-df-z]|^)shop|shopping")
 _EMAIL_RE: Final = re.compile(r"e[-_ ]?mail|newsletter")
@@ -309,6 +311,9 @@ _SOCIAL_MEDIA: Final = frozenset(
 _REFERRAL_MEDIA: Final = frozenset({"referral", "app", "link"})
 _HOST_RE: Final = re.compile(r"[\w-]+(?:\.[\w-]+)*")  # letters/digits/_/- labels, IDN allowed
 _OPAQUE_SCHEME_RE: Final = re.compile(r"[a-z][a-z0-9+.-]*:(?!\d)", re.IGNORECASE)
+# RFC 3986 authority: optional scheme, "//", optional userinfo "...@", then the host (group 1)
+# up to the port, path, query or fragment. Cheaper than urllib.parse.urlsplit.
+_AUTHORITY_RE: Final = re.compile(r"(?:[a-z][a-z0-9+.-]*:)?//(?:[^/?#@]*@)?([^/?#:]*)", re.I)
 
 
 def _strip_www(host: str) -> str:
@@ -321,19 +326,16 @@ def _referrer_host(referrer: str) -> str:
     ref = referrer.strip()
     if not ref:
         return ""
-    if "://" not in ref and not ref.startswith("//"):
+    match = _AUTHORITY_RE.match(ref)
+    if match is None:
         if _OPAQUE_SCHEME_RE.match(ref):
             return ""  # a scheme without authority: about:blank, data:, javascript:
-        ref = "//" + ref  # a bare "example.com/path"
-    try:
-        host = urlsplit(ref).hostname
-    except ValueError:
-        return ""
-    if not host:
-        return ""
-    host = host.rstrip(".")
+        match = _AUTHORITY_RE.match("//" + ref)  # a bare "example.com/path"
+        if match is None:
+            return ""
+    host = match.group(1).lower().rstrip(".")
     if not _HOST_RE.fullmatch(host):
-        return ""
+        return ""  # empty, [IPv6], or characters no host has
     return _strip_www(host)
 
 
@@ -402,16 +404,29 @@ def _query_source(query: Mapping[str, str]) -> str:
 
 def _channel(query: Mapping[str, str], source: str) -> str:
     """GA4 default channel grouping (plus ai_assistants); see the module docstring."""
-    for key in _SEARCH_CLICK_IDS:
-        if query.get(key):
-            return "paid_search"
-    for key in _SOCIAL_CLICK_IDS:
-        if query.get(key):
-            return "paid_social"
-    medium = (query.get("utm_medium") or "").strip().lower()
+    if not query:
+        return _channel_of(source, "", "")
+    if not _CLICK_IDS.isdisjoint(query):
+        for key in _SEARCH_CLICK_IDS:
+            if query.get(key):
+                return "paid_search"
+        for key in _SOCIAL_CLICK_IDS:
+            if query.get(key):
+                return "paid_social"
+    medium = query.get("utm_medium") or ""
+    campaign = query.get("utm_campaign") or ""
+    return _channel_of(
+        source,
+        medium.strip().lower()[:_MAX_SOURCE_LEN] if medium else "",
+        campaign.strip().lower()[:_MAX_SOURCE_LEN] if campaign else "",
+    )
+
+
+@lru_cache(maxsize=8_192)
+def _channel_of(source: str, medium: str, campaign: str) -> str:
+    """Rules 3-19 of the module docstring (the click-id rules 1-2 are done by the caller)."""
     if source == DIRECT and not medium:
         return DIRECT
-    campaign = (query.get("utm_campaign") or "").strip().lower()
     if "cross-network" in campaign:
         return "cross_network"
     category = _category(source)
@@ -473,7 +488,7 @@ def attribute(
     ``own_hosts`` the site's other hosts (their sub-domains count as the site too). The rules
     are in the module docstring. Never raises for any string input.
     """
-    host = _referrer_host(referrer) if referrer else ""
+    host = _referrer_host(referrer[:_MAX_REFERRER_LEN]) if referrer else ""
     if host and _is_own(host, page_host, own_hosts):
         host = ""
     source = _query_source(query) or (canonical_source(host) if host else DIRECT)

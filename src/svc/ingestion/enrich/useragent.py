@@ -48,6 +48,7 @@ from ua_parser import BasicResolver, Domain, Resolver, load_builtins, load_lazy_
 
 __all__ = ["UserAgentInfo", "device_from_screen", "load", "parse_user_agent"]
 
+
 _MAX_UA_LEN: Final = 1_024  # longer UAs are cut before parsing (they are junk or attacks)
 
 _BROWSER_NAMES: Final = {
@@ -128,10 +129,17 @@ def _device(ua: str, known: bool) -> str:
     return ""
 
 
-@lru_cache(maxsize=20_000)
 def parse_user_agent(ua: str) -> UserAgentInfo:
-    """Parse a User-Agent header into a :class:`UserAgentInfo` (see the module docstring)."""
-    ua = ua[:_MAX_UA_LEN]
+    """Parse a User-Agent header into a :class:`UserAgentInfo` (see the module docstring).
+
+    LRU-cached (20,000 entries) on the UA cut to 1,024 characters, so that hostile huge UAs
+    neither cost much to parse nor bloat the cache.
+    """
+    return _parse_cached(ua[:_MAX_UA_LEN])
+
+
+@lru_cache(maxsize=20_000)
+def _parse_cached(ua: str) -> UserAgentInfo:
     if not ua.strip():
         return UserAgentInfo("", "", "", "", "")
     result = load()(ua, Domain.USER_AGENT | Domain.OS)
