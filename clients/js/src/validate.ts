@@ -13,6 +13,8 @@ export const LIMITS = {
   /** The service refuses a property string longer than this. */
   propertyValueLength: 2048,
   items: 200,
+  /** The service refuses an `items` list longer than this once encoded. */
+  itemsJsonLength: 32_768,
   descriptionLength: 1000,
   /** Below the service's property value limit. */
   stackLength: 2048,
@@ -124,7 +126,7 @@ function scalar(where: string, what: string, v: unknown, maxLength?: number): st
 export function checkItems(where: string, items: unknown, strict: boolean): JsonObject[] {
   if (!Array.isArray(items)) fail(where, `items must be an array, got ${describe(items)}`);
   if (items.length > LIMITS.items) fail(where, `items may hold at most ${LIMITS.items} items, got ${items.length}`);
-  return items.map((item: unknown, i: number) => {
+  const list = items.map((item: unknown, i: number) => {
     const at = `items[${i}]`;
     if (!isPlainObject(item)) fail(where, `${at} must be a plain object, got ${describe(item)}`);
     const out: JsonObject = {};
@@ -146,6 +148,11 @@ export function checkItems(where: string, items: unknown, strict: boolean): Json
     }
     return out;
   });
+  const size = JSON.stringify(list).length;
+  if (size > LIMITS.itemsJsonLength) {
+    fail(where, `items must be at most ${LIMITS.itemsJsonLength} characters once encoded, got ${size}`);
+  }
+  return list;
 }
 
 /**
