@@ -197,6 +197,9 @@ export function createClient(options: ClientOptions): SvcClient {
   const where = 'createClient';
   if (!isPlainObject(options)) fail(where, `options must be an object, got ${describe(options)}`);
   const apiKey = checkString(where, 'apiKey', options.apiKey);
+  if (!/^[\x21-\x7e]+$/.test(apiKey)) {
+    fail(where, 'apiKey must be printable ASCII without spaces (a stray newline from an env file?)');
+  }
   const projectId = checkString(where, 'projectId', options.projectId, 64);
   const endpoint = checkString(where, 'endpoint', options.endpoint);
   if (typeof host.URL === 'function') {
@@ -227,7 +230,7 @@ export function createClient(options: ClientOptions): SvcClient {
   const onError =
     options.onError ??
     ((e: SvcError) => {
-      if (host.console && host.console.warn) host.console.warn(`[svc] ${e.message}`);
+      if (host.console && host.console.warn) host.console.warn(e.message);
     });
   const clientSessionId =
     options.sessionId === undefined

@@ -384,7 +384,7 @@ describe('retries', () => {
       client.track('a');
       await client.flush();
       assert.equal(warned.length, 1);
-      assert.match(warned[0], /^\[svc\] .*invalid_api_key.*unknown key/);
+      assert.match(warned[0], /^svc: .*invalid_api_key.*unknown key/);
     } finally {
       console.warn = warn;
     }

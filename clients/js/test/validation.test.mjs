@@ -23,6 +23,7 @@ describe('createClient', () => {
     [undefined, /options must be an object/],
     [{ ...base, apiKey: '' }, /apiKey must be a non-empty string/],
     [{ ...base, apiKey: undefined }, /apiKey/],
+    [{ ...base, apiKey: 'svc_live_k\n' }, /apiKey must be printable ASCII without spaces/],
     [{ ...base, projectId: 42 }, /projectId must be a non-empty string, got 42/],
     [{ ...base, endpoint: undefined }, /endpoint/],
     [{ ...base, endpoint: 'not a url' }, /endpoint must be a URL/],
