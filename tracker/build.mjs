@@ -1,13 +1,25 @@
-// Minifies src/svc.js into ../src/svc/static/svc.js, the file the Python
-// package serves at /svc/js. `node build.mjs --size` also prints the sizes
-// (`--check` exits non-zero above the budget: 1,024 bytes minified, 600 gzipped).
+// Minifies src/svc.js with terser into ../src/svc/static/svc.js, the file the
+// Python package serves at /svc/js.
+//
+//   node build.mjs            build
+//   node build.mjs --size     build and print the sizes
+//   node build.mjs --check    build, print the sizes, exit 1 above the budget
+//   node build.mjs --out=PATH write the build to PATH instead (to compare)
 import { readFile, writeFile, mkdir } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { gzipSync, brotliCompressSync, constants } from "node:zlib";
 import { minify } from "terser";
 
-const here = new URL(".", import.meta.url);
-const source = new URL("src/svc.js", here);
-const target = new URL("../src/svc/static/svc.js", here);
+const here = dirname(fileURLToPath(import.meta.url));
+const args = process.argv.slice(2);
+const outArg = args.find((a) => a.startsWith("--out="));
+const source = resolve(here, "src/svc.js");
+const target = outArg
+  ? resolve(outArg.slice("--out=".length))
+  : resolve(here, "../src/svc/static/svc.js");
+
+// The default build's budget (issue 4); the specification's limit is 2,048.
 const LIMIT_MIN = 1024;
 const LIMIT_GZ = 600;
 
@@ -24,21 +36,21 @@ const { code } = await minify(await readFile(source, "utf8"), {
   mangle: true,
   format: { comments: false },
 });
-const out = code.trimEnd() + "\n";
-await mkdir(new URL(".", target), { recursive: true });
+const out = Buffer.from(code.trimEnd() + "\n");
+await mkdir(dirname(target), { recursive: true });
 await writeFile(target, out);
 
-const bytes = Buffer.from(out);
-const gz = gzipSync(bytes, { level: 9 }).length;
-const br = brotliCompressSync(bytes, {
+const gz = gzipSync(out, { level: 9 }).length;
+const br = brotliCompressSync(out, {
   params: { [constants.BROTLI_PARAM_QUALITY]: 11 },
 }).length;
-const args = process.argv.slice(2);
 if (args.includes("--size") || args.includes("--check")) {
-  console.log(`svc.js: ${bytes.length} bytes minified, ${gz} gzipped, ${br} brotli`);
-  console.log(`budget: ${LIMIT_MIN} minified, ${LIMIT_GZ} gzipped (Plausible 1,341 minified; Umami 2,442 / 1,399)`);
+  console.log(
+    `svc.js: ${out.length} bytes minified, ${gz} gzipped, ${br} brotli` +
+      ` (budget ${LIMIT_MIN} / ${LIMIT_GZ}; Plausible 1,341 minified, Umami 2,442 / 1,399)`,
+  );
 }
-if (args.includes("--check") && (bytes.length > LIMIT_MIN || gz > LIMIT_GZ)) {
-  console.error("svc.js is over budget");
+if (args.includes("--check") && (out.length > LIMIT_MIN || gz > LIMIT_GZ)) {
+  console.error(`svc.js is over budget: ${out.length} > ${LIMIT_MIN} or ${gz} > ${LIMIT_GZ}`);
   process.exit(1);
 }
