@@ -1,0 +1,107 @@
+"""Enrichment and exclusions seen through the real server: what is stored for an event."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import httpx
+
+from tests.support import Server
+
+IPHONE = (
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 "
+    "(KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1"
+)
+FIREFOX = "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:126.0) Gecko/20100101 Firefox/126.0"
+
+
+def stored(server: Server, p: dict[str, Any]) -> list[dict[str, Any]]:
+    server.wait_loaded()
+    return server.events(p["id"], p["keys"]["secret"])
+
+
+def test_user_agent_url_referrer_and_channel_are_stored(server: Server) -> None:
+    p = server.create_project("enrich-" + uuid.uuid4().hex[:8], domains=["shop.test"])
+    url = "https://www.shop.test/sale?utm_source=Newsletter&utm_medium=email&utm_campaign=bf&x=1&gclid=abc"
+    r = httpx.post(
+        server.url + "/analytics",
+        json={"event": "page_view", "url": url, "referrer": "https://www.google.co.uk/"},
+        headers={"Authorization": f"Bearer {p['keys']['public']}", "User-Agent": IPHONE},
+    )
+    assert r.status_code == 200
+    (row,) = stored(server, p)
+    assert (row["hostname"], row["path"]) == ("shop.test", "/sale")
+    assert (row["browser"], row["os"], row["device"]) == ("Safari", "iOS", "mobile")
+    assert row["source"] == "newsletter"
+    assert row["utm_medium"] == "email" and row["utm_campaign"] == "bf"
+    assert row["click_id"] == "gclid:abc"
+    assert row["channel"] == "paid_search"
+    assert row["referrer_host"] == "google.co.uk"
+
+
+def test_server_side_sender_passes_the_end_users_agent_and_address(server: Server) -> None:
+    p = server.create_project("server-side-" + uuid.uuid4().hex[:8])
+    body = {"event": "page_view", "url": "/", "userAgent": FIREFOX, "ip": "8.8.8.8"}
+    # the server's own user agent is an HTTP library: not judged with a secret key
+    r = httpx.post(
+        server.url + "/analytics",
+        json=body,
+        headers={"Authorization": f"Bearer {p['keys']['secret']}"},
+    )
+    assert r.status_code == 200 and "x-svc-dropped" not in r.headers
+    (row,) = stored(server, p)
+    assert row["browser"] == "Firefox" and row["country"] == "US"
+    assert "8.8.8.8" not in str(row)
+
+
+def test_screen_width_gives_the_device_when_the_agent_cannot(server: Server) -> None:
+    p = server.create_project("screen-" + uuid.uuid4().hex[:8])
+    ua = "Mozilla/5.0 (compatible; SomeNewBrowser/1.0)"
+    r = httpx.post(
+        server.url + "/analytics",
+        json={"event": "page_view", "url": "/", "screen": 390},
+        headers={"Authorization": f"Bearer {p['keys']['public']}", "User-Agent": ua},
+    )
+    assert r.status_code == 200
+    rows = stored(server, p)
+    assert len(rows) == 1 and rows[0]["device"] in ("mobile", "")
+
+
+def test_project_exclusions_drop_with_a_reason(server: Server) -> None:
+    p = server.create_project("excl-" + uuid.uuid4().hex[:8], domains=["mine.test"])
+    r = httpx.patch(
+        server.url + f"/projects/{p['id']}",
+        json={
+            "options": {
+                "excludeAddresses": ["10.20.0.0/16"],
+                "excludePaths": ["/admin/*"],
+                "onlyOwnDomains": True,
+            }
+        },
+        headers={"Authorization": f"Bearer {p['keys']['secret']}"},
+    )
+    assert r.status_code == 200, r.text
+    base = {"event": "page_view", "userAgent": FIREFOX}
+    cases = [
+        ({"url": "https://mine.test/", "ip": "10.20.3.4"}, "excluded_address"),
+        ({"url": "https://mine.test/admin/users", "ip": "10.30.0.1"}, "excluded_path"),
+        ({"url": "https://evil.test/", "ip": "10.30.0.1"}, "foreign_hostname"),
+        ({"url": "https://blog.mine.test/", "ip": "10.30.0.1"}, None),
+    ]
+    for fields, reason in cases:
+        r = httpx.post(
+            server.url + "/analytics",
+            json={**base, **fields},
+            headers={"Authorization": f"Bearer {p['keys']['secret']}"},
+        )
+        assert r.status_code == 200
+        assert r.headers.get("x-svc-dropped") == reason, fields
+    rows = stored(server, p)
+    assert [row["hostname"] for row in rows] == ["blog.mine.test"]
+    r = httpx.patch(
+        server.url + f"/projects/{p['id']}",
+        json={"options": {"excludeAddresses": ["not-a-cidr"]}},
+        headers={"Authorization": f"Bearer {p['keys']['secret']}"},
+    )
+    assert r.status_code == 400 and r.json()["error"]["field"] == "options.excludeAddresses"
