@@ -18,6 +18,14 @@ import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# What `svcm serve --host 127.0.0.1 --port P --data-dir D` runs, without the rest of the CLI
+# (whose own tests run the real `svcm`).
+SERVE = (
+    "import sys; from svc.settings import Settings; from svc.cli.serve import run; "
+    "sys.exit(run(Settings.from_env(host='127.0.0.1', port=int(sys.argv[1]), "
+    "data_dir=sys.argv[2])))"
+)
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -62,18 +70,7 @@ class Server:
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}-server.log"
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "svc",
-                    "serve",
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    str(self.port),
-                    "--data-dir",
-                    str(self.data_dir),
-                ],
+                [sys.executable, "-c", SERVE, str(self.port), str(self.data_dir)],
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -39,7 +39,8 @@ class PageUrl:
 
 
 def parse_page_url(url: str) -> PageUrl:
-    """Hostname (lower case, no ``www.``, no port), path (``/`` at least) and kept parameters.
+    """Hostname (lower case, no ``www.``, no port), path (``/`` at least, with the fragment
+    when the URL has one: hash-routed pages) and kept parameters.
 
     A bare path (``/pricing?utm_source=x``) has an empty hostname.
     """
@@ -53,6 +54,8 @@ def parse_page_url(url: str) -> PageUrl:
     path = parts.path or "/"
     if not path.startswith("/"):
         path = "/" + path
+    if parts.fragment:  # only hash-routed sites send one (the script's data-hash)
+        path = f"{path}#{parts.fragment}"[:2048]
     query: dict[str, str] = {}
     if parts.query:
         for key, value in parse_qsl(parts.query, keep_blank_values=False):
