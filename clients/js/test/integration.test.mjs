@@ -24,18 +24,16 @@ const BROWSER_UA =
 
 let skip = '';
 const REQUIRE = process.env.SVC_INTEGRATION === 'require';
+const servers = [];
+let main; // the server most tests share
 
 /** Skips the test (or fails it, with SVC_INTEGRATION=require) when there is no server. */
-function noServer(t) {
-  if (!skip) return false;
-  if (REQUIRE) assert.fail(skip);
-  t.skip(skip);
+function noServer(t, why = skip) {
+  if (!why) return false;
+  if (REQUIRE) assert.fail(why);
+  t.skip(why);
   return true;
 }
-let server;
-let base = '';
-let dataDir = '';
-let log = '';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -50,11 +48,63 @@ function freePort() {
   });
 }
 
-async function http(method, path, { token, body } = {}) {
+/**
+ * Starts `svcm serve` on a free port with a fresh data directory and `env` added. Resolves to
+ * the server, or to `{ skip: <why> }` when svcm is missing or not answering within 15 s.
+ */
+async function startServer(env = {}) {
+  if (!existsSync(SVCM)) {
+    return { skip: `the svc server is not installed (no ${SVCM}); set SVCM or install the server to run these` };
+  }
+  const port = await freePort();
+  const srv = { base: `http://127.0.0.1:${port}`, dataDir: mkdtempSync(join(tmpdir(), 'svc-jsclient-')), log: '' };
+  srv.proc = spawn(SVCM, ['serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', srv.dataDir], {
+    env: { ...process.env, SVC_ADMIN_TOKEN: ADMIN, SVC_SPOOL_FLUSH_INTERVAL_MS: '50', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  servers.push(srv);
+  const keep = (chunk) => {
+    srv.log = (srv.log + chunk).slice(-4000);
+  };
+  srv.proc.stdout.on('data', keep);
+  srv.proc.stderr.on('data', keep);
+  let exited = null;
+  srv.proc.once('exit', (code, signal) => (exited = signal ?? code));
+  const end = Date.now() + START_TIMEOUT_MS;
+  while (Date.now() < end && exited === null) {
+    try {
+      const r = await fetch(`${srv.base}/health`);
+      await r.text();
+      if (r.status === 200) return srv;
+    } catch {
+      // not listening yet
+    }
+    await sleep(100);
+  }
+  return {
+    skip:
+      exited !== null
+        ? `svcm serve exited (${exited}) before answering GET /health; its output:\n${srv.log}`
+        : `svcm serve did not answer GET /health with 200 within ${START_TIMEOUT_MS / 1000} s; its output:\n${srv.log}`,
+  };
+}
+
+async function stopServer(srv) {
+  if (srv.proc.exitCode === null && srv.proc.signalCode === null) {
+    const gone = new Promise((r) => srv.proc.once('exit', r));
+    srv.proc.kill('SIGTERM');
+    const t = setTimeout(() => srv.proc.kill('SIGKILL'), 5000);
+    await gone;
+    clearTimeout(t);
+  }
+  rmSync(srv.dataDir, { recursive: true, force: true });
+}
+
+async function http(srv, method, path, { token, body } = {}) {
   const headers = {};
   if (token) headers.Authorization = `Bearer ${token}`;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
-  const res = await fetch(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(srv.base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await res.text();
   let json;
   try {
@@ -66,22 +116,22 @@ async function http(method, path, { token, body } = {}) {
 }
 
 /** Creates a project; returns its id and keys. */
-async function project(name) {
-  const r = await http('POST', '/projects', { token: ADMIN, body: { name } });
+async function project(name, srv = main) {
+  const r = await http(srv, 'POST', '/projects', { token: ADMIN, body: { name } });
   assert.equal(r.status, 201, `POST /projects: ${r.status} ${r.text}`);
   const id = r.json.project?.id ?? r.json.id;
   assert.equal(id, `svc_proj_${name}`);
   assert.match(r.json.keys.public, /^svc_live_/);
   assert.match(r.json.keys.secret, /^svc_live_/);
-  return { id, publicKey: r.json.keys.public, secretKey: r.json.keys.secret };
+  return { id, publicKey: r.json.keys.public, secretKey: r.json.keys.secret, srv };
 }
 
 /** Waits until the ingestion pipeline has stored everything it acknowledged. */
-async function drained() {
+async function drained(srv) {
   const end = Date.now() + 20_000;
   let last;
   while (Date.now() < end) {
-    last = await http('GET', '/health');
+    last = await http(srv, 'GET', '/health');
     if (last.json?.pipeline?.backlogEvents === 0) return;
     await sleep(25);
   }
@@ -92,10 +142,10 @@ function dayUTC(offsetDays = 0) {
   return new Date(Date.now() + offsetDays * 86_400_000).toISOString().slice(0, 10);
 }
 
-async function metrics(key) {
-  await drained();
+async function metrics(p) {
+  await drained(p.srv);
   // From yesterday to today (UTC, the project's default zone): safe around midnight.
-  const r = await http('GET', `/metrics?from=${dayUTC(-1)}`, { token: key });
+  const r = await http(p.srv, 'GET', `/metrics?from=${dayUTC(-1)}`, { token: p.secretKey });
   assert.equal(r.status, 200, `GET /metrics: ${r.status} ${r.text}`);
   assert.equal(typeof r.json.pageviews, 'number');
   assert.equal(typeof r.json.sessions, 'number');
@@ -110,7 +160,7 @@ function client(p, opts = {}) {
   const c = createClient({
     apiKey: p.secretKey,
     projectId: p.id,
-    endpoint: `${base}/analytics`,
+    endpoint: `${p.srv.base}/analytics`,
     flushInterval: 0,
     retryBaseDelay: 10,
     onError: (e) => errors.push(e),
@@ -128,50 +178,13 @@ function explain(errors) {
 }
 
 before(async () => {
-  if (!existsSync(SVCM)) {
-    skip = `the svc server is not installed (no ${SVCM}); set SVCM or install the server to run these`;
-    return;
-  }
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  dataDir = mkdtempSync(join(tmpdir(), 'svc-jsclient-'));
-  server = spawn(SVCM, ['serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
-    env: { ...process.env, SVC_ADMIN_TOKEN: ADMIN, SVC_SPOOL_FLUSH_INTERVAL_MS: '50' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const keep = (chunk) => {
-    log = (log + chunk).slice(-4000);
-  };
-  server.stdout.on('data', keep);
-  server.stderr.on('data', keep);
-  let exited = null;
-  server.once('exit', (code, signal) => (exited = signal ?? code));
-  const end = Date.now() + START_TIMEOUT_MS;
-  while (Date.now() < end && exited === null) {
-    try {
-      const r = await fetch(`${base}/health`);
-      await r.text();
-      if (r.status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    await sleep(100);
-  }
-  skip =
-    exited !== null
-      ? `svcm serve exited (${exited}) before answering GET /health; its output:\n${log}`
-      : `svcm serve did not answer GET /health with 200 within ${START_TIMEOUT_MS / 1000} s; its output:\n${log}`;
+  const srv = await startServer();
+  if (srv.skip) skip = srv.skip;
+  else main = srv;
 });
 
 after(async () => {
-  if (server && server.exitCode === null && server.signalCode === null) {
-    const gone = new Promise((r) => server.once('exit', r));
-    server.kill('SIGTERM');
-    const t = setTimeout(() => server.kill('SIGKILL'), 5000);
-    await gone;
-    clearTimeout(t);
-  }
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  await Promise.all(servers.map(stopServer));
 });
 
 describe('against the real svc server', () => {
@@ -192,7 +205,7 @@ describe('against the real svc server', () => {
     assert.deepEqual(c.stats(), { queued: 0, inFlight: 0, sent: 7, failed: 0, dropped: 0, retries: 0 });
     assert.equal(counter.requests, 1, 'one batch');
 
-    const m = await metrics(p.secretKey);
+    const m = await metrics(p);
     assert.equal(m.pageviews, 3, JSON.stringify(m));
     assert.equal(m.sessions, 2, JSON.stringify(m));
     if ('events' in m) assert.equal(m.events, 7, JSON.stringify(m));
@@ -213,7 +226,7 @@ describe('against the real svc server', () => {
     send(first.c);
     await first.c.flush();
     assert.equal(first.errors.length, 0, explain(first.errors));
-    const before = await metrics(p.secretKey);
+    const before = await metrics(p);
     assert.equal(before.pageviews, 2, JSON.stringify(before));
 
     // The same events again, as an application-level retry would send them.
@@ -238,7 +251,7 @@ describe('against the real svc server', () => {
     assert.equal(lossy.c.stats().retries, 1);
     assert.equal(lossy.errors.length, 0, explain(lossy.errors));
 
-    const afterAll = await metrics(p.secretKey);
+    const afterAll = await metrics(p);
     assert.equal(afterAll.pageviews, 3, `only the one new page view counts: ${JSON.stringify(afterAll)}`);
     if ('events' in afterAll) assert.equal(afterAll.events, 4, JSON.stringify(afterAll));
     assert.equal(afterAll.sessions, 1, JSON.stringify(afterAll));
@@ -253,7 +266,7 @@ describe('against the real svc server', () => {
     assert.equal(errors.length, 0, explain(errors));
     assert.equal(counter.requests, 1);
     assert.equal(c.stats().sent, 1000);
-    const m = await metrics(p.secretKey);
+    const m = await metrics(p);
     assert.equal(m.pageviews, 1000, JSON.stringify(m));
     assert.equal(m.sessions, 10, JSON.stringify(m));
   });
@@ -266,7 +279,7 @@ describe('against the real svc server', () => {
     c.purchase('T9', 99, 'USD', [{ item_id: 'plan-pro', price: 99, quantity: 1 }], { sessionId: 'srv-1' });
     await c.flush();
     assert.equal(errors.length, 0, explain(errors));
-    const m = await metrics(p.secretKey);
+    const m = await metrics(p);
     assert.equal(m.sessions, 1, `server-side events (request User-Agent of the runtime's fetch) were not counted: ${JSON.stringify(m)}`);
     if ('events' in m) assert.equal(m.events, 2, JSON.stringify(m));
   });
@@ -290,10 +303,10 @@ describe('against the real svc server', () => {
     assert.equal(errors[0].rejected[0].error.code, 'invalid_request');
     assert.match(errors[0].rejected[0].error.message, /ts/);
     assert.deepEqual(c.stats(), { queued: 0, inFlight: 0, sent: 1, failed: 1, dropped: 0, retries: 0 });
-    const m = await metrics(p.secretKey);
+    const m = await metrics(p);
     assert.equal(m.pageviews, 1, JSON.stringify(m));
     // The public key cannot read.
-    const r = await http('GET', `/metrics?from=${dayUTC(-1)}`, { token: p.publicKey });
+    const r = await http(p.srv, 'GET', `/metrics?from=${dayUTC(-1)}`, { token: p.publicKey });
     assert.equal(r.status, 403);
   });
 
@@ -318,5 +331,42 @@ describe('against the real svc server', () => {
     assert.equal(wrong.errors.length, 1, explain(wrong.errors));
     assert.equal(wrong.errors[0].status, 403);
     assert.equal(wrong.errors[0].code, 'forbidden');
+  });
+
+  test('past the monthly quota: the refused events are reported, a 429 is not waited out', async (t) => {
+    if (noServer(t)) return;
+    const srv = await startServer({ SVC_MONTHLY_QUOTA: '3' });
+    if (noServer(t, srv.skip)) return;
+    const p = await project('jsclient-quota', srv);
+    const ua = { userAgent: BROWSER_UA, sessionId: 'q1' };
+
+    // Five events, room for three: the batch is taken in part.
+    const { c, errors, counter } = client(p);
+    for (let i = 0; i < 5; i++) c.pageView(`https://acme.example/q/${i}`, ua);
+    await c.flush();
+    assert.equal(counter.requests, 1);
+    assert.equal(errors.length, 1, explain(errors));
+    assert.equal(errors[0].code, 'events_rejected');
+    assert.deepEqual(
+      errors[0].rejected.map((r) => r.error.code),
+      ['quota_exceeded', 'quota_exceeded'],
+    );
+    assert.deepEqual(c.stats(), { queued: 0, inFlight: 0, sent: 3, failed: 2, dropped: 0, retries: 0 });
+
+    // Nothing left: 429 with a Retry-After until next month, far past retryMaxDelay.
+    const later = client(p);
+    later.c.pageView('https://acme.example/q/late', ua);
+    const t0 = Date.now();
+    await later.c.flush();
+    assert.ok(Date.now() - t0 < 5000);
+    assert.equal(later.counter.requests, 1, 'not retried');
+    assert.equal(later.errors.length, 1, explain(later.errors));
+    assert.equal(later.errors[0].status, 429);
+    assert.equal(later.errors[0].code, 'quota_exceeded');
+    assert.match(later.errors[0].message, /not retried/);
+    assert.equal(later.c.stats().failed, 1);
+
+    const m = await metrics(p);
+    assert.equal(m.pageviews, 3, JSON.stringify(m));
   });
 });
