@@ -396,7 +396,8 @@ export function createClient(options: ClientOptions): SvcClient {
     }
   }
 
-  function accepted(batch: Queued[], body: unknown): void {
+  /** The `rejected` list of an answer, by event. */
+  function rejectedOf(batch: Queued[], body: unknown): RejectedEvent[] {
     const rejected: RejectedEvent[] = [];
     const list = isPlainObject(body) && Array.isArray(body['rejected']) ? (body['rejected'] as unknown[]) : [];
     for (const r of list) {
@@ -410,6 +411,11 @@ export function createClient(options: ClientOptions): SvcClient {
         error: { code: info.code ?? 'invalid_request', message: info.message ?? '' },
       });
     }
+    return rejected;
+  }
+
+  function accepted(batch: Queued[], body: unknown): void {
+    const rejected = rejectedOf(batch, body);
     counts.sent += batch.length - rejected.length;
     if (rejected.length > 0) {
       const first = rejected[0]!;
@@ -451,9 +457,13 @@ export function createClient(options: ClientOptions): SvcClient {
       if (!err) {
         const info = errorInfo(r.body);
         const code = info.code ?? `http_${r.status}`;
+        // A batch none of whose events was valid is answered with the first one's error, and
+        // lists every event's error in `rejected`.
+        const rejected = rejectedOf(batch, r.body);
         err = new SvcError(code, `svc: ${n} event(s) not sent: HTTP ${r.status} ${code}${info.message ? `: ${info.message}` : ''}`, {
           status: r.status,
           count: n,
+          rejected: rejected.length > 0 ? rejected : undefined,
         });
       }
       const retryable = r.status === 0 || r.status === 429 || r.status >= 500;
@@ -461,7 +471,12 @@ export function createClient(options: ClientOptions): SvcClient {
         if (aborted && err.code !== 'shutdown_timeout') {
           err = new SvcError('shutdown_timeout', `svc: ${n} event(s) not sent before shutdown timed out`, { count: n, cause: err });
         }
-        giveUp(n, err.count === n ? err : new SvcError(err.code, err.message, { status: err.status, count: n, cause: err.cause }));
+        giveUp(
+          n,
+          err.count === n
+            ? err
+            : new SvcError(err.code, err.message, { status: err.status, count: n, rejected: err.rejected, cause: err.cause }),
+        );
         return;
       }
       if (tries >= maxRetries) {

@@ -32,7 +32,8 @@ export class SvcError extends Error {
   readonly status: number | undefined;
   /** Events affected (lost, or dropped). */
   readonly count: number;
-  /** For `events_rejected`: which events the service refused and why. */
+  /** Which events the service refused and why: for `events_rejected`, and for a batch refused
+   * as a whole because none of its events was valid. */
   readonly rejected: RejectedEvent[] | undefined;
   /** The underlying error (a network error, the last failure before giving up). */
   readonly cause: unknown;

@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, test } from 'node:test';
-import { ENDPOINT, UUID_V4, error, fakeFetch, makeClient, ok, sleep, until } from './helpers.mjs';
+import { ENDPOINT, UUID_V4, error, fakeFetch, json, makeClient, ok, sleep, until } from './helpers.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const realRandom = Math.random;
@@ -358,6 +358,33 @@ describe('retries', () => {
     ]);
     assert.deepEqual(client.stats(), { queued: 0, inFlight: 0, sent: 2, failed: 1, dropped: 0, retries: 0 });
     await client.shutdown();
+  });
+
+  test('a batch refused as a whole lists each event\'s error', async () => {
+    const { client, fetch, errors } = makeClient({
+      fetch: fakeFetch(() =>
+        json(400, {
+          ok: false,
+          error: { code: 'invalid_request', message: 'no event of the batch was accepted: `ts` is more than 7 days in the past' },
+          accepted: 0,
+          rejected: [
+            { index: 0, error: { code: 'invalid_request', message: '`ts` is more than 7 days in the past' } },
+            { index: 1, error: { code: 'invalid_request', message: '`ts` is more than 7 days in the past' } },
+          ],
+        }),
+      ),
+    });
+    client.track('a');
+    client.track('b');
+    await client.flush();
+    assert.equal(fetch.calls.length, 1);
+    assert.equal(errors[0].code, 'invalid_request');
+    assert.equal(errors[0].count, 2);
+    assert.deepEqual(
+      errors[0].rejected.map((r) => [r.event, r.eventId]),
+      fetch.calls[0].events.map((e) => [e.event, e.eventId]),
+    );
+    assert.equal(client.stats().failed, 2);
   });
 
   test('an onError that throws does not break the client', async () => {

@@ -310,6 +310,22 @@ describe('against the real svc server', () => {
     assert.equal(r.status, 403);
   });
 
+  test('a batch none of whose events is valid is refused, each event\'s error reported', async (t) => {
+    if (noServer(t)) return;
+    const p = await project('jsclient-allbad');
+    const { c, errors, counter } = client(p);
+    const old = Date.now() - 8 * 86_400_000;
+    c.track('a', {}, { timestamp: old });
+    c.track('b', {}, { timestamp: old });
+    await c.flush();
+    assert.equal(counter.requests, 1, 'not retried');
+    assert.equal(errors.length, 1, explain(errors));
+    assert.equal(errors[0].status, 400);
+    assert.equal(errors[0].code, 'invalid_request');
+    assert.deepEqual(errors[0].rejected?.map((r) => r.event), ['a', 'b']);
+    assert.equal(c.stats().failed, 2);
+  });
+
   test('an unknown key (401) and another project\'s id (403) are reported, not retried', async (t) => {
     if (noServer(t)) return;
     const p = await project('jsclient-auth');
