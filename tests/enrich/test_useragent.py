@@ -226,3 +226,27 @@ def test_huge_user_agent_is_cut_not_fatal() -> None:
 )
 def test_device_from_screen(width: int, device: str) -> None:
     assert device_from_screen(width) == device
+
+
+def test_pure_python_fallback_agrees(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without ua_parser_rs the same answers come from ua_parser's pure-Python resolver."""
+    import sys
+
+    from ua_parser import BasicResolver
+
+    expected = [parse_user_agent(case[0]) for case in CASES[:8]]
+    useragent.load()
+    # undo() puts the Rust resolver and its extractors back
+    for name in ("_resolver", "_extract_agent", "_extract_os"):
+        monkeypatch.setattr(useragent, name, getattr(useragent, name))
+    monkeypatch.setitem(sys.modules, "ua_parser.regex", None)  # makes the import fail
+    monkeypatch.setattr(useragent, "_resolver", None)
+    useragent._parse_cached.cache_clear()
+    try:
+        assert isinstance(useragent.load(), BasicResolver)
+        assert [parse_user_agent(case[0]) for case in CASES[:8]] == expected
+    finally:
+        useragent._parse_cached.cache_clear()
+        monkeypatch.undo()
+    assert not isinstance(useragent.load(), BasicResolver)
+    assert parse_user_agent(CASES[0][0]) == expected[0]
