@@ -1,0 +1,436 @@
+// The page: sign-in, the project, the date range and filters, and every panel below them.
+
+import type { JSX } from "preact";
+import { useEffect, useMemo, useState } from "preact/hooks";
+import { Api, ApiError, kindOf, type Params } from "./api";
+import { Chart } from "./chart";
+import { Query, scoped, useLoad, type Ctx } from "./context";
+import {
+  addDays,
+  defaultInterval,
+  intervalsFor,
+  isDay,
+  PERIODS,
+  rangeLabel,
+  rangeOf,
+  todayIn,
+  type Period,
+} from "./dates";
+import { FilterBar } from "./filterbar";
+import { DevicesPanel, EventsPanel, LocationsPanel, PagesPanel, SourcesPanel } from "./panels";
+import { ErrorsPanel, FunnelPanel, GoalsPanel, RevenuePanel } from "./reports";
+import { Realtime } from "./realtime";
+import { ShareDialog } from "./share";
+import { setView, useView, type Compare } from "./state";
+import { TopStats } from "./stats";
+import type { MetricsAnswer, Project } from "./types";
+
+const STORE_KEY = "svc.dashboard.key";
+
+export interface Session {
+  api: Api;
+  projects: Project[];
+  readOnly: boolean;
+}
+
+function projectFrom(m: MetricsAnswer): Project {
+  return { id: m.projectId, name: m.projectId.replace(/^svc_proj_/, ""), timezone: m.timezone };
+}
+
+/** Reads the project (id, time zone) a read-only key or share token belongs to. */
+async function probe(api: Api): Promise<Project> {
+  const yesterday = addDays(new Date().toISOString().slice(0, 10), -1);
+  return projectFrom(await api.get<MetricsAnswer>("/metrics", [["from", yesterday]]));
+}
+
+export async function openSession(token: string): Promise<Session> {
+  const api = new Api(token);
+  if (api.kind === "share") return { api, projects: [await probe(api)], readOnly: true };
+  try {
+    const r = await api.get<{ projects: Project[] }>("/projects");
+    return { api, projects: r.projects, readOnly: false };
+  } catch (e) {
+    if (!(e instanceof ApiError) || e.status !== 403) throw e;
+  }
+  try {
+    return { api, projects: [await probe(api)], readOnly: true };
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 403) {
+      throw new ApiError(
+        403,
+        "forbidden",
+        "This key may not read data (a public key only sends events). Use the project's secret key.",
+      );
+    }
+    throw e;
+  }
+}
+
+function signInMessage(e: unknown): string {
+  if (e instanceof ApiError) {
+    if (e.status === 401) return "This key is not valid: it is unknown, revoked or expired.";
+    return e.message;
+  }
+  return String(e);
+}
+
+export function App(props: { shareToken: string | null }): JSX.Element {
+  const [session, setSession] = useState<Session | null>(null);
+  const [error, setError] = useState("");
+  const [busy, setBusy] = useState(false);
+
+  const start = async (token: string, remember: boolean) => {
+    setBusy(true);
+    setError("");
+    try {
+      const s = await openSession(token);
+      if (!props.shareToken) {
+        if (remember) sessionStorage.setItem(STORE_KEY, token);
+        else sessionStorage.removeItem(STORE_KEY);
+      }
+      setSession(s);
+    } catch (e) {
+      if (!props.shareToken) sessionStorage.removeItem(STORE_KEY);
+      setError(props.shareToken ? shareMessage(e) : signInMessage(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  useEffect(() => {
+    const token = props.shareToken ?? sessionStorage.getItem(STORE_KEY);
+    if (token) void start(token, true);
+  }, []);
+
+  const signOut = () => {
+    sessionStorage.removeItem(STORE_KEY);
+    session?.api.clear();
+    setSession(null);
+  };
+
+  if (session) return <Dashboard session={session} onSignOut={props.shareToken ? null : signOut} />;
+  if (props.shareToken) {
+    return (
+      <main id="main" class="center-page">
+        <div class="card signin">
+          <h1 class="brand-title">svc</h1>
+          {error ? (
+            <p class="note error" role="alert">
+              {error}
+            </p>
+          ) : (
+            <p class="note" role="status">
+              Opening the shared dashboard…
+            </p>
+          )}
+        </div>
+      </main>
+    );
+  }
+  return <SignIn busy={busy} error={error} onSubmit={start} />;
+}
+
+function shareMessage(e: unknown): string {
+  if (e instanceof ApiError && (e.status === 401 || e.status === 403)) {
+    return "This share link is not valid any more: it may have been revoked. Ask the site's owner for a new one.";
+  }
+  return signInMessage(e);
+}
+
+function SignIn(props: {
+  busy: boolean;
+  error: string;
+  onSubmit: (token: string, remember: boolean) => void;
+}): JSX.Element {
+  const [token, setToken] = useState("");
+  const [remember, setRemember] = useState(true);
+  return (
+    <main id="main" class="center-page">
+      <form
+        class="card signin"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (token.trim()) props.onSubmit(token.trim(), remember);
+        }}
+      >
+        <h1 class="brand-title">svc</h1>
+        <p class="lead">Sign in with a project's secret key or the admin token.</p>
+        <label for="key">Secret key or admin token</label>
+        <input
+          id="key"
+          name="key"
+          type="password"
+          autocomplete="off"
+          spellcheck={false}
+          placeholder="svc_live_… or svc_admin_…"
+          value={token}
+          onInput={(e) => setToken((e.target as HTMLInputElement).value)}
+          aria-invalid={props.error ? true : undefined}
+          aria-describedby={props.error ? "signin-error" : "signin-help"}
+          required
+        />
+        <label class="check">
+          <input
+            type="checkbox"
+            checked={remember}
+            onChange={(e) => setRemember((e.target as HTMLInputElement).checked)}
+          />
+          Keep me signed in while this tab is open
+        </label>
+        {props.error && (
+          <p id="signin-error" class="note error" role="alert">
+            {props.error}
+          </p>
+        )}
+        <button class="primary" type="submit" disabled={props.busy}>
+          {props.busy ? "Signing in…" : "Sign in"}
+        </button>
+        <p id="signin-help" class="help">
+          The key stays in this page (and this tab's session storage if you keep it): no cookie is
+          set.
+        </p>
+      </form>
+    </main>
+  );
+}
+
+function Dashboard(props: { session: Session; onSignOut: (() => void) | null }): JSX.Element {
+  const { api, projects, readOnly } = props.session;
+  const view = useView();
+  const [tick, setTick] = useState(0);
+  const [sharing, setSharing] = useState(false);
+
+  const project = projects.find((p) => p.id === view.project) ?? projects[0];
+  const tz = project?.timezone ?? "UTC";
+  const [today, setToday] = useState(() => todayIn(tz));
+  useEffect(() => setToday(todayIn(tz)), [tz]);
+
+  const range = rangeOf(view.period, today, { from: view.from, to: view.to });
+  const intervals = intervalsFor(range);
+  const interval =
+    view.interval && intervals.includes(view.interval) ? view.interval : defaultInterval(range, view.period);
+  const live = range.to >= today;
+
+  // Ranges that reach today refresh every minute while the page is visible.
+  useEffect(() => {
+    const id = setInterval(() => {
+      if (document.visibilityState !== "visible") return;
+      const t = todayIn(tz);
+      setToday(t);
+      if (live) setTick((n) => n + 1);
+    }, 60_000);
+    return () => clearInterval(id);
+  }, [tz, live]);
+
+  const base: Params = useMemo(() => {
+    const p: Params = [
+      ["from", range.from],
+      ["to", range.to],
+    ];
+    for (const f of view.filters) p.push(["filter", f]);
+    return project ? scoped(api, project, p) : p;
+  }, [range.from, range.to, view.filters.join("\n"), project?.id]);
+
+  const metricsParams: Params = view.compare === "off" ? base : [...base, ["compare", view.compare]];
+  const metrics = useLoad<MetricsAnswer>(api, tick, project ? "/metrics" : null, metricsParams);
+
+  useEffect(() => {
+    document.title = project ? `${project.name} · svc` : "svc";
+  }, [project?.name]);
+
+  if (!project) {
+    return (
+      <main id="main" class="center-page">
+        <div class="card signin">
+          <h1 class="brand-title">svc</h1>
+          <p>
+            There are no projects yet. Create one with <code>POST /projects</code> or{" "}
+            <code>svcm projects create NAME</code>.
+          </p>
+          {props.onSignOut && (
+            <button type="button" onClick={props.onSignOut}>
+              Sign out
+            </button>
+          )}
+        </div>
+      </main>
+    );
+  }
+
+  const ctx: Ctx = {
+    api,
+    project,
+    range,
+    interval,
+    view,
+    base,
+    tick,
+    readOnly,
+    metrics: metrics.data,
+  };
+
+  return (
+    <Query.Provider value={ctx}>
+      <a class="skip" href="#main">
+        Skip to the statistics
+      </a>
+      <header class="top">
+        <div class="topbar">
+          <span class="brand" aria-label="svc analytics">
+            svc
+          </span>
+          <ProjectPicker projects={projects} project={project} readOnly={readOnly || api.kind !== "admin"} />
+          <Realtime />
+          <span class="spacer" />
+          {readOnly ? (
+            <span class="badge" title="This dashboard is shared read-only">
+              Read-only
+            </span>
+          ) : (
+            <button type="button" class="ghost" onClick={() => setSharing(true)}>
+              Share
+            </button>
+          )}
+          {props.onSignOut && (
+            <button type="button" class="ghost" onClick={props.onSignOut}>
+              Sign out
+            </button>
+          )}
+        </div>
+      </header>
+      <div class="controls" role="region" aria-label="Date range and filters">
+        <div class="controls-inner">
+          <DateControl today={today} />
+          <label class="field">
+            <span>Compare</span>
+            <select
+              value={view.compare}
+              onChange={(e) => setView({ compare: (e.target as HTMLSelectElement).value as Compare })}
+            >
+              <option value="off">No comparison</option>
+              <option value="previous_period">Previous period</option>
+              <option value="previous_year">Previous year</option>
+            </select>
+          </label>
+          <span class="tz" title="Days and hours are counted in the project's time zone">
+            {rangeLabel(range)} · {tz}
+          </span>
+        </div>
+        <FilterBar />
+      </div>
+      <main id="main" tabIndex={-1}>
+        {metrics.error && !metrics.data ? (
+          <p class="note error card" role="alert">
+            Could not load the statistics: {metrics.error.message}
+          </p>
+        ) : null}
+        <TopStats loading={metrics.loading && !metrics.data} />
+        <Chart />
+        <div class="grid">
+          <SourcesPanel />
+          <PagesPanel />
+          <LocationsPanel />
+          <DevicesPanel />
+          <EventsPanel />
+          <GoalsPanel />
+          <FunnelPanel />
+          <RevenuePanel />
+          <ErrorsPanel />
+        </div>
+      </main>
+      <footer class="foot">
+        svc · cookie-free analytics · times in {tz}
+      </footer>
+      {sharing && <ShareDialog onClose={() => setSharing(false)} />}
+    </Query.Provider>
+  );
+}
+
+function ProjectPicker(props: { projects: Project[]; project: Project; readOnly: boolean }): JSX.Element {
+  if (props.readOnly || props.projects.length < 2) {
+    return (
+      <h1 class="project-name" title={props.project.id}>
+        {props.project.name}
+      </h1>
+    );
+  }
+  return (
+    <>
+      <h1 class="sr-only">{props.project.name}</h1>
+      <label class="field project-pick">
+        <span class="sr-only">Project</span>
+        <select
+          value={props.project.id}
+          onChange={(e) => setView({ project: (e.target as HTMLSelectElement).value })}
+        >
+          {props.projects.map((p) => (
+            <option key={p.id} value={p.id}>
+              {p.name}
+            </option>
+          ))}
+        </select>
+      </label>
+    </>
+  );
+}
+
+function DateControl(props: { today: string }): JSX.Element {
+  const view = useView();
+  const r = rangeOf(view.period, props.today, { from: view.from, to: view.to });
+  const choose = (period: Period) => {
+    if (period === "custom") setView({ period, from: r.from, to: r.to, interval: "" });
+    else setView({ period, from: "", to: "", interval: "" });
+  };
+  const setDay = (which: "from" | "to", value: string) => {
+    if (!isDay(value)) return;
+    const next = { from: r.from, to: r.to, [which]: value };
+    if (next.to < next.from) {
+      if (which === "from") next.to = value;
+      else next.from = value;
+    }
+    setView({ period: "custom", ...next, interval: "" });
+  };
+  return (
+    <>
+      <label class="field">
+        <span>Date range</span>
+        <select value={view.period} onChange={(e) => choose((e.target as HTMLSelectElement).value as Period)}>
+          {PERIODS.map((p) => (
+            <option key={p.id} value={p.id}>
+              {p.label}
+            </option>
+          ))}
+        </select>
+      </label>
+      {view.period === "custom" && (
+        <>
+          <label class="field">
+            <span>From</span>
+            <input
+              type="date"
+              value={r.from}
+              max={props.today}
+              onChange={(e) => setDay("from", (e.target as HTMLInputElement).value)}
+            />
+          </label>
+          <label class="field">
+            <span>To</span>
+            <input
+              type="date"
+              value={r.to}
+              max={props.today}
+              onChange={(e) => setDay("to", (e.target as HTMLInputElement).value)}
+            />
+          </label>
+        </>
+      )}
+    </>
+  );
+}
+
+export function tokenFromPath(pathname: string): string | null {
+  const m = /\/share\/([^/]+)\/?$/.exec(pathname);
+  return m ? decodeURIComponent(m[1]!) : null;
+}
+
+export { kindOf };

@@ -1,0 +1,546 @@
+// Reports beyond breakdowns: custom properties, goals, funnels, revenue and errors.
+// A report whose endpoint this server does not have (404) is not shown.
+
+import type { ComponentChildren, JSX } from "preact";
+import { useEffect, useState } from "preact/hooks";
+import type { ApiError, Params } from "./api";
+import { useData, useQuery, type Loaded } from "./context";
+import { goalFilter, withFilter, type Filter } from "./filters";
+import { exactNum, money, num, pct, percentValue } from "./format";
+import { setView, useView } from "./state";
+import type {
+  BreakdownAnswer,
+  ErrorsAnswer,
+  FunnelAnswer,
+  GoalsAnswer,
+  PropertyKeysAnswer,
+  PropertyValuesAnswer,
+  RevenueAnswer,
+} from "./types";
+import { Note, Skeleton } from "./ui";
+
+function rate(v: string | number): string {
+  return typeof v === "string" ? v : pct(v);
+}
+
+function useHidden(...errors: (ApiError | null)[]): boolean {
+  const [hidden, setHidden] = useState(false);
+  const missing = errors.some((e) => e?.missing);
+  useEffect(() => {
+    if (missing) setHidden(true);
+  }, [missing]);
+  return hidden || missing;
+}
+
+function Report(props: {
+  id: string;
+  title: string;
+  actions?: ComponentChildren;
+  children: ComponentChildren;
+  wide?: boolean;
+}): JSX.Element {
+  return (
+    <section class={props.wide ? "card panel wide" : "card panel"} aria-labelledby={`report-${props.id}`} data-panel={props.id}>
+      <div class="card-head">
+        <h2 id={`report-${props.id}`}>{props.title}</h2>
+        {props.actions}
+      </div>
+      <div class="panel-body">{props.children}</div>
+    </section>
+  );
+}
+
+/** Rows of (label, numbers) as filter buttons, with a bar for the first number. */
+function SimpleRows(props: {
+  head: string[];
+  rows: { key: string; label: string; nums: string[]; bar: number; filter: Filter | null; aria: string }[];
+}): JSX.Element {
+  const view = useView();
+  const max = Math.max(1, ...props.rows.map((r) => r.bar));
+  return (
+    <div class="rows">
+      <div class="rows-head" aria-hidden="true">
+        {props.head.map((h, i) => (
+          <span key={h} class={i ? "num" : ""}>
+            {h}
+          </span>
+        ))}
+      </div>
+      <ul class="plain">
+        {props.rows.map((r) => (
+          <li key={r.key}>
+            <button
+              type="button"
+              class="row"
+              data-value={r.key}
+              disabled={!r.filter}
+              aria-label={r.aria}
+              onClick={() => r.filter && setView({ filters: withFilter(view.filters, r.filter) })}
+            >
+              <span class="cell">
+                <span class="bar" style={{ width: `${Math.max(1, (r.bar / max) * 100).toFixed(1)}%` }} />
+                <span class="label" title={r.label}>
+                  {r.label}
+                </span>
+              </span>
+              {r.nums.map((n, i) => (
+                <span key={i} class="num">
+                  {n}
+                </span>
+              ))}
+            </button>
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
+function Body<T>(props: { data: Loaded<T>; empty: (d: T) => boolean; emptyText?: ComponentChildren; children: (d: T) => JSX.Element }): JSX.Element {
+  const { data } = props;
+  if (data.error) return <Note error={data.error} />;
+  if (!data.data) return <Skeleton />;
+  if (props.empty(data.data)) return <Note>{props.emptyText}</Note>;
+  return <div class={data.loading ? "loading" : ""}>{props.children(data.data)}</div>;
+}
+
+// --- custom properties -------------------------------------------------------------------------
+
+export function PropertiesView(): JSX.Element {
+  const { base } = useQuery();
+  const view = useView();
+  const keys = useData<PropertyKeysAnswer>("/metrics/properties", base);
+  const list = keys.data?.keys ?? [];
+  const key = view.prop && list.some((k) => k.key === view.prop) ? view.prop : (list[0]?.key ?? "");
+  const values = useData<PropertyValuesAnswer>(key ? "/metrics/properties" : null, [...base, ["key", key]]);
+  if (keys.error) {
+    return keys.error.missing ? <Note>This server does not break down custom properties.</Note> : <Note error={keys.error} />;
+  }
+  if (!keys.data) return <Skeleton />;
+  if (list.length === 0) return <Note>No custom properties in this range.</Note>;
+  return (
+    <div>
+      <label class="field inline prop-pick">
+        <span>Property</span>
+        <select value={key} onChange={(e) => setView({ prop: (e.target as HTMLSelectElement).value }, true)}>
+          {list.map((k) => (
+            <option key={k.key} value={k.key}>
+              {k.key} ({exactNum(k.events)})
+            </option>
+          ))}
+        </select>
+      </label>
+      <Body data={values} empty={(d) => d.values.length === 0}>
+        {(d) => (
+          <SimpleRows
+            head={[key, "Visitors", "Events"]}
+            rows={d.values.slice(0, 10).map((v) => ({
+              key: v.value,
+              label: v.value === "" ? "(none)" : v.value,
+              nums: [num(v.visitors), num(v.events)],
+              bar: v.visitors,
+              filter: { dim: `prop:${key}`, op: "is", value: v.value },
+              aria: `${key} ${v.value}: ${exactNum(v.visitors)} visitors, ${exactNum(v.events)} events. Filter the page by it`,
+            }))}
+          />
+        )}
+      </Body>
+    </div>
+  );
+}
+
+// --- goals -------------------------------------------------------------------------------------
+
+function goalLabel(goal: string): string {
+  const i = goal.indexOf(":");
+  const kind = goal.slice(0, i);
+  const value = goal.slice(i + 1);
+  return kind === "page" ? `Visit ${value}` : value;
+}
+
+function GoalEditor(props: { goals: string[]; onDone: () => void }): JSX.Element {
+  const [goals, setGoals] = useState(props.goals);
+  const [kind, setKind] = useState("event");
+  const [value, setValue] = useState("");
+  const add = (e: Event) => {
+    e.preventDefault();
+    const v = value.trim();
+    if (!v) return;
+    const g = `${kind}:${v}`;
+    if (!goals.includes(g)) setGoals([...goals, g]);
+    setValue("");
+  };
+  return (
+    <div class="editor">
+      <ul class="plain edit-list" aria-label="Goals">
+        {goals.map((g) => (
+          <li key={g}>
+            <span>{g}</span>
+            <button type="button" class="link small" aria-label={`Remove goal ${g}`} onClick={() => setGoals(goals.filter((x) => x !== g))}>
+              Remove
+            </button>
+          </li>
+        ))}
+      </ul>
+      <form class="inline-form" onSubmit={add}>
+        <label class="field">
+          <span>Kind</span>
+          <select value={kind} onChange={(e) => setKind((e.target as HTMLSelectElement).value)}>
+            <option value="event">Event</option>
+            <option value="page">Page visit</option>
+          </select>
+        </label>
+        <label class="field grow">
+          <span>{kind === "event" ? "Event name" : "Page path (* matches anything)"}</span>
+          <input value={value} placeholder={kind === "event" ? "signup" : "/pricing*"} onInput={(e) => setValue((e.target as HTMLInputElement).value)} />
+        </label>
+        <button type="submit">Add</button>
+      </form>
+      <div class="row-actions">
+        <button type="button" onClick={props.onDone}>
+          Cancel
+        </button>
+        <button
+          type="button"
+          class="primary"
+          onClick={() => {
+            setView({ goals });
+            props.onDone();
+          }}
+        >
+          Save goals
+        </button>
+      </div>
+    </div>
+  );
+}
+
+export function GoalsPanel(): JSX.Element | null {
+  const { base } = useQuery();
+  const view = useView();
+  const [editing, setEditing] = useState(false);
+  const events = useData<BreakdownAnswer>(view.goals.length ? null : "/metrics/breakdown", [
+    ...base,
+    ["by", "event"],
+    ["limit", "11"],
+    ["order", "-visitors"],
+  ]);
+  const auto = (events.data?.rows ?? [])
+    .filter((r) => r.value !== "page_view" && r.value !== "exception")
+    .slice(0, 5)
+    .map((r) => `event:${r.value}`);
+  const goals = view.goals.length ? view.goals : auto;
+  const params: Params = [...base, ...goals.map((g) => ["goal", g] as [string, string])];
+  const data = useData<GoalsAnswer>(goals.length ? "/metrics/goals" : null, params);
+  const hidden = useHidden(data.error);
+  if (hidden) return null;
+  return (
+    <Report
+      id="goals"
+      title="Goals"
+      actions={
+        <button type="button" class="link small" aria-expanded={editing} onClick={() => setEditing(!editing)}>
+          {editing ? "Close" : "Edit goals"}
+        </button>
+      }
+    >
+      {editing ? (
+        <GoalEditor goals={goals} onDone={() => setEditing(false)} />
+      ) : goals.length === 0 ? (
+        events.data || events.error ? (
+          <Note>No goals yet: add an event or a page as a goal with “Edit goals”.</Note>
+        ) : (
+          <Skeleton />
+        )
+      ) : (
+        <Body data={data} empty={(d) => d.goals.length === 0}>
+          {(d) => (
+            <>
+              {!view.goals.length && <p class="hint">Your custom events; choose goals with “Edit goals”.</p>}
+              <SimpleRows
+                head={["Goal", "Uniques", "Total", "Conversion"]}
+                rows={d.goals.map((g) => ({
+                  key: g.goal,
+                  label: goalLabel(g.goal),
+                  nums: [num(g.visitors), num(g.events), rate(g.conversionRate)],
+                  bar: g.visitors,
+                  filter: goalFilter(g.goal),
+                  aria: `Goal ${goalLabel(g.goal)}: ${exactNum(g.visitors)} visitors, ${exactNum(g.events)} completions, ${rate(g.conversionRate)} conversion rate. Filter the page by it`,
+                }))}
+              />
+            </>
+          )}
+        </Body>
+      )}
+    </Report>
+  );
+}
+
+// --- funnels -----------------------------------------------------------------------------------
+
+const WINDOWS: [string, string][] = [
+  ["1800", "30 minutes"],
+  ["3600", "1 hour"],
+  ["86400", "1 day"],
+  ["604800", "7 days"],
+];
+
+function FunnelEditor(props: { steps: string[]; window: string; onDone: () => void }): JSX.Element {
+  const initial = props.steps.length >= 2 ? props.steps : ["page:/", "event:"];
+  const [steps, setSteps] = useState(initial.map((s) => ({ kind: s.startsWith("page:") ? "page" : "event", value: s.slice(s.indexOf(":") + 1) })));
+  const [win, setWin] = useState(props.window || "1800");
+  const valid = steps.filter((s) => s.value.trim());
+  const update = (i: number, patch: Partial<{ kind: string; value: string }>) =>
+    setSteps(steps.map((s, j) => (j === i ? { ...s, ...patch } : s)));
+  return (
+    <form
+      class="editor"
+      onSubmit={(e) => {
+        e.preventDefault();
+        if (valid.length < 2) return;
+        setView({ steps: valid.map((s) => `${s.kind}:${s.value.trim()}`), window: win === "1800" ? "" : win });
+        props.onDone();
+      }}
+    >
+      <ol class="edit-list steps">
+        {steps.map((s, i) => (
+          <li key={i} class="inline-form">
+            <label class="field">
+              <span>Step {i + 1}</span>
+              <select value={s.kind} onChange={(e) => update(i, { kind: (e.target as HTMLSelectElement).value })}>
+                <option value="page">Page visit</option>
+                <option value="event">Event</option>
+              </select>
+            </label>
+            <label class="field grow">
+              <span>{s.kind === "page" ? "Path (* matches anything)" : "Event name"}</span>
+              <input value={s.value} onInput={(e) => update(i, { value: (e.target as HTMLInputElement).value })} />
+            </label>
+            {steps.length > 2 && (
+              <button type="button" class="link small" aria-label={`Remove step ${i + 1}`} onClick={() => setSteps(steps.filter((_, j) => j !== i))}>
+                Remove
+              </button>
+            )}
+          </li>
+        ))}
+      </ol>
+      <div class="inline-form">
+        {steps.length < 8 && (
+          <button type="button" onClick={() => setSteps([...steps, { kind: "event", value: "" }])}>
+            + Step
+          </button>
+        )}
+        <label class="field">
+          <span>Within</span>
+          <select value={win} onChange={(e) => setWin((e.target as HTMLSelectElement).value)}>
+            {WINDOWS.map(([v, l]) => (
+              <option key={v} value={v}>
+                {l}
+              </option>
+            ))}
+          </select>
+        </label>
+      </div>
+      <div class="row-actions">
+        <button type="button" onClick={props.onDone}>
+          Cancel
+        </button>
+        <button type="submit" class="primary" disabled={valid.length < 2}>
+          Show funnel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+export function FunnelPanel(): JSX.Element | null {
+  const { base } = useQuery();
+  const view = useView();
+  const [editing, setEditing] = useState(false);
+  const steps = view.steps;
+  const params: Params = [...base, ...steps.map((s) => ["step", s] as [string, string])];
+  if (view.window) params.push(["window", view.window]);
+  const ready = steps.length >= 2;
+  const data = useData<FunnelAnswer>(ready ? "/metrics/funnel" : null, params);
+  // A suggestion from the top pages and custom events (the same requests as their panels).
+  const pages = useData<BreakdownAnswer>(ready ? null : "/metrics/breakdown", [
+    ...base,
+    ["by", "page"],
+    ["limit", "10"],
+    ["order", "-visitors"],
+  ]);
+  const events = useData<BreakdownAnswer>(ready ? null : "/metrics/breakdown", [
+    ...base,
+    ["by", "event"],
+    ["limit", "11"],
+    ["order", "-visitors"],
+  ]);
+  const hidden = useHidden(data.error);
+  if (hidden) return null;
+  const suggestion = [
+    ...(pages.data?.rows ?? []).slice(0, 2).map((r) => `page:${r.value}`),
+    ...(events.data?.rows ?? [])
+      .filter((r) => !["page_view", "exception"].includes(r.value))
+      .slice(0, 1)
+      .map((r) => `event:${r.value}`),
+  ];
+  const first = data.data?.steps[0]?.visitors ?? 0;
+  return (
+    <Report
+      id="funnel"
+      title="Funnel"
+      actions={
+        <button type="button" class="link small" aria-expanded={editing} onClick={() => setEditing(!editing)}>
+          {editing ? "Close" : ready ? "Edit funnel" : "Set up"}
+        </button>
+      }
+    >
+      {editing ? (
+        <FunnelEditor steps={steps} window={view.window} onDone={() => setEditing(false)} />
+      ) : !ready ? (
+        <>
+          <Note>
+            Follow visitors through steps, for example the home page, then the pricing page, then a
+            signup event. Choose the steps with “Set up”.
+          </Note>
+          {suggestion.length >= 2 && (
+            <p class="hint">
+              <button type="button" class="link" onClick={() => setView({ steps: suggestion })}>
+                Try {suggestion.map(goalLabel).join(" → ")}
+              </button>
+            </p>
+          )}
+        </>
+      ) : (
+        <Body data={data} empty={(d) => d.steps.length === 0}>
+          {(d) => (
+            <ol class="funnel">
+              {d.steps.map((s, i) => {
+                const w = first ? (s.visitors / first) * 100 : 0;
+                return (
+                  <li key={i}>
+                    <div class="funnel-label">
+                      <span class="step-no">{i + 1}</span>
+                      <span class="label">{goalLabel(s.step)}</span>
+                      <span class="num">{exactNum(s.visitors)} visitors</span>
+                    </div>
+                    <div class="funnel-track" aria-hidden="true">
+                      <div class="funnel-bar" style={{ width: `${Math.max(0.5, w).toFixed(1)}%` }} />
+                    </div>
+                    <div class="funnel-meta">
+                      <span>{rate(s.conversionRate)} converted</span>
+                      {i > 0 && <span class="muted">{typeof s.dropOff === "number" ? `${exactNum(s.dropOff)} dropped off` : `${s.dropOff} dropped off`}</span>}
+                    </div>
+                  </li>
+                );
+              })}
+            </ol>
+          )}
+        </Body>
+      )}
+    </Report>
+  );
+}
+
+// --- revenue -----------------------------------------------------------------------------------
+
+export function RevenuePanel(): JSX.Element | null {
+  const { base } = useQuery();
+  const data = useData<RevenueAnswer>("/metrics/revenue", base);
+  const hidden = useHidden(data.error);
+  if (hidden) return null;
+  return (
+    <Report id="revenue" title="Revenue">
+      <Body
+        data={data}
+        empty={(d) => d.currencies.length === 0}
+        emptyText="No purchases in this range. Send purchase events (the client's purchase()) to see revenue."
+      >
+        {(d) => (
+          <>
+            <ul class="plain figures">
+              {d.currencies.map((c) => (
+                <li key={c.currency} class="figure">
+                  <span class="figure-value">{money(c.revenue, c.currency)}</span>
+                  <span class="figure-label">
+                    {exactNum(c.orders)} order{c.orders === 1 ? "" : "s"} · {money(c.averageOrderValue, c.currency)} average
+                  </span>
+                </li>
+              ))}
+            </ul>
+            {d.topItems.length > 0 && (
+              <SimpleRows
+                head={["Item", "Quantity", "Revenue"]}
+                rows={d.topItems.slice(0, 8).map((it) => ({
+                  key: `${it.itemId}/${it.currency}`,
+                  label: it.itemId,
+                  nums: [num(it.quantity), money(it.revenue, it.currency)],
+                  bar: it.revenue,
+                  filter: null,
+                  aria: `${it.itemId}: ${exactNum(it.quantity)} sold, ${money(it.revenue, it.currency)}`,
+                }))}
+              />
+            )}
+          </>
+        )}
+      </Body>
+    </Report>
+  );
+}
+
+// --- errors ------------------------------------------------------------------------------------
+
+export function ErrorsPanel(): JSX.Element | null {
+  const { base } = useQuery();
+  const data = useData<ErrorsAnswer>("/metrics/errors", base);
+  const hidden = useHidden(data.error);
+  if (hidden) return null;
+  return (
+    <Report id="errors" title="Errors">
+      <Body data={data} empty={(d) => d.errors === 0} emptyText="No errors reported in this range.">
+        {(d) => (
+          <>
+            <ul class="plain figures">
+              <li class="figure">
+                <span class="figure-value">{num(d.errors)}</span>
+                <span class="figure-label">errors</span>
+              </li>
+              <li class="figure">
+                <span class="figure-value">{num(d.fatal)}</span>
+                <span class="figure-label">fatal ({typeof d.fatalShare === "string" ? d.fatalShare : pct(percentValue(d.fatalShare, true))})</span>
+              </li>
+            </ul>
+            <div class="split">
+            {d.top.length > 0 && (
+              <SimpleRows
+                head={["Error", "Count"]}
+                rows={d.top.slice(0, 6).map((e) => ({
+                  key: e.description,
+                  label: e.description || "(no description)",
+                  nums: [num(e.count)],
+                  bar: e.count,
+                  filter: { dim: "prop:description", op: "is", value: e.description },
+                  aria: `${e.description}: ${exactNum(e.count)} times. Filter the page by it`,
+                }))}
+              />
+            )}
+            {d.pages.length > 0 && (
+              <SimpleRows
+                head={["Page with errors", "Count"]}
+                rows={d.pages.slice(0, 6).map((p) => ({
+                  key: p.value,
+                  label: p.value,
+                  nums: [num(p.count)],
+                  bar: p.count,
+                  filter: { dim: "page", op: "is", value: p.value },
+                  aria: `${p.value}: ${exactNum(p.count)} errors. Filter the page by it`,
+                }))}
+              />
+            )}
+            </div>
+          </>
+        )}
+      </Body>
+    </Report>
+  );
+}

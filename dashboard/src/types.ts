@@ -1,0 +1,111 @@
+// The shapes of the svc API's JSON answers that the dashboard reads.
+
+export interface Project {
+  id: string;
+  name: string;
+  timezone: string;
+  domains?: string[];
+}
+
+export interface Aggregate {
+  pageviews: number;
+  sessions: number;
+  bounceRate: string;
+  trafficSources: Record<string, number>;
+  visitors: number;
+  events: number;
+  bounces: number;
+  avgSessionDuration: number;
+  viewsPerSession: number;
+  from: string;
+  to: string;
+}
+
+export interface MetricsAnswer extends Aggregate {
+  timezone: string;
+  projectId: string;
+  compare?: Aggregate;
+}
+
+export interface Point {
+  time: string;
+  visitors?: number;
+  sessions?: number;
+  pageviews?: number;
+  events?: number;
+  bounceRate?: string | number;
+  avgSessionDuration?: number;
+  [metric: string]: string | number | undefined;
+}
+
+export interface TimeseriesAnswer {
+  interval: string;
+  points: Point[];
+}
+
+export interface BreakdownRow {
+  value: string;
+  visitors: number;
+  sessions?: number;
+  pageviews?: number;
+  events?: number;
+  bounceRate?: string;
+  avgSessionDuration?: number;
+}
+
+export interface BreakdownAnswer {
+  by: string;
+  rows: BreakdownRow[];
+  totalRows: number;
+}
+
+export interface RealtimeAnswer {
+  visitors: number;
+  pages: { value: string; visitors: number }[];
+}
+
+export interface GoalsAnswer {
+  goals: { goal: string; visitors: number; events: number; conversionRate: string | number }[];
+}
+
+export interface FunnelAnswer {
+  steps: {
+    step: string;
+    visitors: number;
+    conversionRate: string | number;
+    dropOff: number | string;
+  }[];
+}
+
+export interface RevenueAnswer {
+  currencies: { currency: string; revenue: number; orders: number; averageOrderValue: number }[];
+  topItems: { itemId: string; quantity: number; revenue: number; currency: string }[];
+}
+
+export interface ErrorsAnswer {
+  errors: number;
+  fatal: number;
+  fatalShare: string | number;
+  top: { description: string; count: number }[];
+  pages: { value: string; count: number }[];
+}
+
+export interface PropertyKeysAnswer {
+  keys: { key: string; events: number }[];
+}
+
+export interface PropertyValuesAnswer {
+  key: string;
+  values: { value: string; events: number; visitors: number }[];
+}
+
+export interface KeyRecord {
+  id: string;
+  kind: string;
+  hint?: string;
+  name?: string | null;
+  createdAt?: string | null;
+  lastUsedAt?: string | null;
+  revokedAt?: string | null;
+  key?: string;
+}
