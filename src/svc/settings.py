@@ -82,6 +82,44 @@ class Settings:
     monthly_quota: int = _setting(
         100_000, "Events a project may store per calendar month (UTC) on the free plan."
     )
+    plans: str = _setting(
+        "pro=1000000,business=10000000,unlimited=0",
+        "Plans besides free as name=events a month, comma-separated; 0: unlimited. "
+        "free=N here overrides SVC_MONTHLY_QUOTA.",
+    )
+    quota_warning_percent: int = _setting(
+        80, "Ingestion answers carry Svc-Quota-Warning from this share of the quota. 0: never."
+    )
+    rate_limit_ingest_per_ip: str = _setting(
+        "20:200",
+        "POST /analytics per client address and project: RATE[/s|/m|/h][:BURST] "
+        "(requests; default per second, burst = one unit's worth). 0: off.",
+    )
+    rate_limit_ingest_per_project: str = _setting(
+        "1000:10000", "POST /analytics per project, all addresses together (same form). 0: off."
+    )
+    rate_limit_read_per_key: str = _setting(
+        "20:200", "GET /metrics, /metrics/* and /export per credential (same form). 0: off."
+    )
+    rate_limit_manage_per_credential: str = _setting(
+        "20:200", "Requests to /projects per credential (same form). 0: off."
+    )
+    rate_limit_auth_failures_per_ip: str = _setting(
+        "1:30",
+        "Failed authentications (401) per client address; past it, requests without a "
+        "recently verified credential get 429 (same form). 0: off.",
+    )
+    redis_url: str = _setting(
+        "",
+        "Redis URL (redis://host:6379/0) shared by svc processes for rate limits and quota "
+        "counters. Empty: both kept in this process.",
+    )
+    client_header_timeout_seconds: float = _setting(
+        10.0, "A client must send a request's headers within this time, else it is cut off. 0: off."
+    )
+    client_body_timeout_seconds: float = _setting(
+        30.0, "A client must send a request's body within this time after its headers, else 408."
+    )
     query_timeout_seconds: float = _setting(
         30.0, "Longest time a metrics query may run before it is cancelled."
     )

@@ -15,13 +15,15 @@ from typing import Any
 
 import msgspec
 
-from svc.errors import ApiError, Forbidden, InvalidRequest, QuotaExceeded, Unavailable
+from svc.errors import ApiError, Forbidden, InvalidRequest, Unavailable
 from svc.ingestion import identity
 from svc.ingestion.dedup import EventIdFilter
 from svc.ingestion.enrich.geo import GeoLookup
 from svc.ingestion.outcomes import DropReason, Outcomes
 from svc.ingestion.pipeline import Pipeline, RequestContext
 from svc.ingestion.wire import decode_body, validate_event
+from svc.limits.plans import parse_plans
+from svc.limits.quota import Quotas
 from svc.settings import Settings
 from svc.spool.log import Spool, SpoolUnavailable
 from svc.timeutil import month_of
@@ -74,6 +76,8 @@ class IngestService:
         self.pipeline = pipeline
         self.outcomes = Outcomes()
         self.usage = Usage()
+        # Exact monthly quotas (svc.limits); the app swaps in the Redis ledger when shared.
+        self.quotas = Quotas(parse_plans(settings.plans, settings.monthly_quota), self.usage)
 
     @classmethod
     def build(cls, settings: Settings, spool: Spool, salts: identity.Salts) -> IngestService:
@@ -86,7 +90,7 @@ class IngestService:
         return cls(settings, spool, pipeline)
 
     def quota_of(self, project_plan: str) -> int:
-        return self.settings.monthly_quota
+        return self.quotas.plans.quota(project_plan)
 
     async def ingest(self, ctx: RequestContext, body: bytes) -> IngestResult:
         """Store what is valid in ``body``; raises :class:`ApiError` for a whole-request error."""
@@ -94,7 +98,8 @@ class IngestService:
         result = IngestResult(ctx.received_ms, decoded.is_batch)
         project = ctx.project
         month = month_of(ctx.received_ms)
-        quota_left = self.quota_of(project.plan) - self.usage.of(project.id, month)
+        # Reserve room before any await: concurrent requests never store past the quota.
+        quota_left = await self.quotas.reserve(project, month, len(decoded.events))
         rows: list[bytes] = []
         dedup_keys: list[int] = []
         pipeline = self.pipeline
@@ -107,14 +112,11 @@ class IngestService:
                         field="projectId",
                     )
                 if quota_left <= 0:
-                    raise QuotaExceeded(
-                        f"project {project.id} has used its {self.quota_of(project.plan)} "
-                        "events for this month",
-                        headers={"Retry-After": str(_seconds_to_next_month(ctx.received_ms))},
-                    )
+                    raise self.quotas.exceeded(project, ctx.received_ms)
             except ApiError as exc:
                 if not decoded.is_batch:
                     self.outcomes.rejected[exc.code] += 1
+                    await self.quotas.release(project.id, month, quota_left)
                     raise
                 self.outcomes.rejected[exc.code] += 1
                 result.rejected.append((index, exc))
@@ -129,6 +131,7 @@ class IngestService:
                 dedup_keys.append(draft.dedup_key)
             rows.append(_encoder.encode(draft.to_row()))
             quota_left -= 1
+        await self.quotas.release(project.id, month, quota_left)  # reserved, not stored
         if decoded.is_batch and not rows and not result.dropped and result.rejected:
             first = result.rejected[0][1]
             raise _BatchRejected(first, result)
@@ -138,6 +141,7 @@ class IngestService:
                 await self.spool.append(b"\n".join(rows), len(rows) - 1, ctx.received_ms)
             except (SpoolUnavailable, asyncio.CancelledError) as exc:
                 self.pipeline.event_ids.release(dedup_keys)
+                await self.quotas.release(project.id, month, len(rows) - 1)
                 if isinstance(exc, asyncio.CancelledError):
                     raise
                 raise Unavailable(
@@ -147,7 +151,6 @@ class IngestService:
             n = len(rows) - 1
             result.accepted = n
             self.outcomes.accepted += n
-            self.usage.add(project.id, month, n)
         return result
 
 

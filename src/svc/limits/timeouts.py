@@ -1,0 +1,117 @@
+"""Slow clients: uvicorn's HTTP protocol with a deadline for a request's headers and body.
+
+uvicorn closes idle keep-alive connections, but a client that opens a connection and sends
+its headers or body a byte at a time holds a connection (and a request task) for as long as
+it likes. This protocol gives each request ``header_timeout`` seconds from its first byte (or
+from the connection's opening) to finish its headers and ``body_timeout`` seconds after that to
+finish its body. Past a deadline the client gets 408 ``request_timeout`` when it had started a
+request and no answer has begun, and the connection is closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+log = logging.getLogger(__name__)
+
+COUNTS: Counter[str] = Counter()
+
+
+def _response_408(seconds: float) -> bytes:
+    body = (
+        '{"ok":false,"error":{"code":"request_timeout","message":"the request was not '
+        f'received within {seconds:g} seconds"}}}}'
+    ).encode()
+    return (
+        b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+        b"content-length: " + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n" + body
+    )
+
+
+class SlowClientProtocol(HttpToolsProtocol):
+    """``HttpToolsProtocol`` with header and body deadlines (class attributes; 0: none)."""
+
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._svc_timer: asyncio.TimerHandle | None = None
+        self._svc_phase = ""
+        self._svc_started = False
+
+    def _svc_arm(self, phase: str, seconds: float) -> None:
+        if self._svc_timer is not None:
+            self._svc_timer.cancel()
+            self._svc_timer = None
+        self._svc_phase = phase
+        if seconds > 0:
+            self._svc_timer = self.loop.call_later(seconds, self._svc_expired)
+
+    def _svc_disarm(self) -> None:
+        if self._svc_timer is not None:
+            self._svc_timer.cancel()
+            self._svc_timer = None
+        self._svc_phase = ""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._svc_started = False
+        self._svc_arm("headers", self.header_timeout)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._svc_disarm()
+        super().connection_lost(exc)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._svc_started = True
+        if self._svc_phase != "headers":
+            self._svc_arm("headers", self.header_timeout)
+
+    def on_headers_complete(self) -> None:
+        super().on_headers_complete()
+        method = self.scope.get("method", "GET")
+        if method in ("GET", "HEAD", "OPTIONS"):
+            self._svc_disarm()
+        else:
+            self._svc_arm("body", self.body_timeout)
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._svc_disarm()
+        self._svc_started = False
+
+    def _svc_expired(self) -> None:
+        self._svc_timer = None
+        phase, self._svc_phase = self._svc_phase, ""
+        transport = self.transport
+        if transport.is_closing():
+            return
+        COUNTS[phase] += 1
+        cycle = self.cycle if phase == "body" else None
+        answer = (phase == "headers" and self._svc_started) or (
+            cycle is not None and not cycle.response_started
+        )
+        if answer:
+            seconds = self.header_timeout if phase == "headers" else self.body_timeout
+            transport.write(_response_408(seconds))
+        if cycle is not None and not cycle.response_complete:
+            cycle.disconnected = True  # the handler's answer, if any, goes nowhere
+            cycle.message_event.set()
+        log.debug("closed a connection slow to send its request %s", phase)
+        transport.close()
+
+
+def slow_client_protocol(header_timeout: float, body_timeout: float) -> type[HttpToolsProtocol]:
+    """A protocol class for ``uvicorn.Config(http=...)`` with these deadlines."""
+    return type(
+        "SlowClientProtocol",
+        (SlowClientProtocol,),
+        {"header_timeout": float(header_timeout), "body_timeout": float(body_timeout)},
+    )
