@@ -13,6 +13,7 @@ events: user agents repeat across visitors, addresses and referrer URLs less so)
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -96,6 +97,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     lookup.load()
     geo_load = time.perf_counter() - start
     print(f"one-off: UA parser build {ua_load * 1e3:.0f} ms, geo data load {geo_load * 1e3:.0f} ms")
+    load1, _, _ = os.getloadavg()
+    print(f"load average at start: {load1:.1f} on {os.cpu_count()} CPUs (busy machines read high)")
 
     warm_uas = [u.format(v=v) for u in UAS for v in (1, 2, 3)]
     cold_uas = [UAS[i % len(UAS)].format(v=f"{i}.{i % 7}") for i in range(n)]
