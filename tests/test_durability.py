@@ -46,7 +46,9 @@ def test_kill_9_while_clients_send_loses_and_doubles_nothing(fresh_server: Serve
     threads = [threading.Thread(target=client) for _ in range(16)]
     for t in threads:
         t.start()
-    time.sleep(2.0)
+    deadline = time.monotonic() + 20
+    while len(acknowledged) < 2000 and time.monotonic() < deadline:
+        time.sleep(0.05)
     srv.stop(kill=True)
     stop.set()
     for t in threads:

@@ -72,6 +72,7 @@ class Runtime:
         token_hash, generated = load_admin_token_hash(settings.data_dir, settings.admin_token)
         self.generated_admin_token = generated
         self.auth = Authenticator(self.meta, token_hash, settings.key_cache_seconds)
+        warm_up = asyncio.create_task(asyncio.to_thread(self.ingest.pipeline.warm_up))
         await asyncio.to_thread(self.meta.migrate)
         await asyncio.to_thread(self.salts.refresh, now_ms())
         segments = await asyncio.to_thread(self.spool.recover)
@@ -82,6 +83,7 @@ class Runtime:
             log.error("event store unavailable at start-up: %s", exc)
             self.loader.last_error = f"{type(exc).__name__}: {exc}"[:500]
         await asyncio.to_thread(self._seed_from_spool, [s.path for s in segments])
+        await warm_up
         await self.spool.start()
         await self.loader.start()
         self.loader.notify()

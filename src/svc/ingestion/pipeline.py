@@ -140,6 +140,13 @@ class Pipeline:
             ("identify", self.identify),
         ]
 
+    def warm_up(self) -> None:
+        """Load what the steps load lazily (geo data, user-agent rules), so that the first
+        requests do not pay for it. Blocking: call it in a worker thread."""
+        self.geo.lookup("8.8.8.8")
+        parse_user_agent("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/126.0")
+        bot_reason("Mozilla/5.0 (X11; Linux x86_64) Chrome/126.0")
+
     def draft(self, raw: RawEvent, ctx: RequestContext) -> EventDraft:
         # Server-side senders (secret key) may speak for their end user.
         trusted = ctx.key_kind == "secret"
