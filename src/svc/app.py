@@ -22,6 +22,7 @@ from svc.http import analytics, export, health, metrics, projects
 from svc.http.common import error_response, json_response
 from svc.http.openapi import openapi_document
 from svc.http.script import serve_script
+from svc.limits.core import Limits
 from svc.projects import ProjectService
 from svc.runtime import Runtime
 from svc.settings import Settings
@@ -31,6 +32,8 @@ log = logging.getLogger("svc")
 
 def create_app(settings: Settings) -> Starlette:
     runtime = Runtime(settings)
+    limits = Limits(settings, runtime.ingest.usage)  # rate limits and quotas (svc.limits)
+    runtime.ingest.quotas = limits.quotas
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -46,6 +49,7 @@ def create_app(settings: Settings) -> Starlette:
             yield
         finally:
             await runtime.stop()
+            await limits.close()
 
     routes = [
         Route("/analytics", analytics.post_analytics, methods=["POST"]),
@@ -86,6 +90,7 @@ def create_app(settings: Settings) -> Starlette:
     app.state.runtime = runtime
     app.state.settings = settings
     app.state.projects = ProjectService(runtime)
+    app.state.limits = limits
     from svc.http.common import TrustedProxies
 
     app.state.proxies = TrustedProxies(settings.trusted_proxies.split(","))

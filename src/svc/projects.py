@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from svc.limits.plans import merge_quota_option
 from svc.runtime import Runtime
-from svc.timeutil import month_of, now_ms
+from svc.timeutil import now_ms
 
 
 class ProjectService:
@@ -30,16 +31,14 @@ class ProjectService:
 
     def detail(self, project_id: str) -> dict[str, Any]:
         project = self.meta.get_project(project_id)
-        month = month_of(now_ms())
-        used = self.runtime.ingest.usage.of(project_id, month)
-        quota = self.runtime.ingest.quota_of(project.plan)
         return {
             **project.to_json(),
             "keys": [k.to_json() for k in self.meta.list_keys(project_id)],
-            "usage": {"month": month, "events": used, "quota": quota},
+            "usage": self.runtime.ingest.quotas.report(project, now_ms()),  # svc.limits.quota
         }
 
     def update(self, project_id: str, changes: dict[str, Any]) -> dict[str, Any]:
+        changes = merge_quota_option(self.meta.get_project(project_id), changes)
         project = self.meta.update_project(project_id, changes)
         self.runtime.authenticator.forget()
         return project.to_json()

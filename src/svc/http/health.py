@@ -21,6 +21,7 @@ async def get_health(request: Request) -> Response:
     runtime = runtime_of(request)
     body = await asyncio.to_thread(health_report, runtime)
     body["pipeline"]["preflights"] = request.app.state.preflights
+    body["limits"] = await request.app.state.limits.health()  # svc.limits: rules, quotas
     return json_response(body, 200 if body["ready"] else 503)
 
 

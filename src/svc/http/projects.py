@@ -16,6 +16,7 @@ from starlette.responses import Response
 from svc.auth import Principal
 from svc.errors import ApiError, Forbidden, InvalidRequest
 from svc.http.common import error_response, json_body, json_response, principal_of
+from svc.limits.plans import QUOTA_OPTION, check_quota_option, guard_quota_option
 from svc.projects import ProjectService
 from svc.queries.dates import parse_zone
 
@@ -97,12 +98,11 @@ async def update_project(request: Request) -> Response:
             changes["domains"] = _domains(body["domains"])
         if "options" in body:
             changes["options"] = _options(body["options"])
+            guard_quota_option(principal.is_admin, principal.project, changes["options"])
         if "plan" in body:
             if not principal.is_admin:
                 raise Forbidden("only the admin token may change a project's plan")
-            if not isinstance(body["plan"], str) or not body["plan"]:
-                raise InvalidRequest("`plan` must be a plan name", field="plan")
-            changes["plan"] = body["plan"]
+            changes["plan"] = request.app.state.limits.plans.check_name(body["plan"])
         if not changes:
             raise InvalidRequest(
                 "nothing to change: send timezone, domains, options or plan", field="body"
@@ -197,8 +197,11 @@ def _options(value: Any) -> dict[str, Any]:
 
     if not isinstance(value, dict):
         raise InvalidRequest("`options` must be an object", field="options")
-    _reject_unknown(value, {"excludeAddresses", "excludePaths", "onlyOwnDomains"}, "options.")
+    allowed = {"excludeAddresses", "excludePaths", "onlyOwnDomains", QUOTA_OPTION}
+    _reject_unknown(value, allowed, "options.")
     out: dict[str, Any] = {}
+    if QUOTA_OPTION in value:  # the project's own monthly quota (admin only; svc.limits.plans)
+        out[QUOTA_OPTION] = check_quota_option(value[QUOTA_OPTION])
     if "excludeAddresses" in value:
         ranges = value["excludeAddresses"]
         if not isinstance(ranges, list) or len(ranges) > 1000:

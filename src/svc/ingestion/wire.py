@@ -80,6 +80,8 @@ def decode_body(data: bytes, max_events: int) -> Body:
         doc = _decoder.decode(data)
     except msgspec.DecodeError as exc:
         raise InvalidRequest(f"the body is not valid JSON: {exc}", field="body") from exc
+    except RecursionError as exc:  # msgspec's nesting bound (docs/limits.md): 400, not 500
+        raise InvalidRequest("the body is nested too deeply", field="body") from exc
     if isinstance(doc, list):
         events, is_batch = doc, True
     elif isinstance(doc, dict) and "events" in doc and "event" not in doc:
