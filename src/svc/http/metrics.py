@@ -7,7 +7,7 @@ filters), call one query function in a worker thread, answer its JSON.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -24,6 +24,8 @@ from svc.queries.filters import parse_filters
 from svc.queries.metrics import query_metrics
 from svc.queries.scope import QueryScope
 from svc.storage.events import EventStore
+
+Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 async def project_for_read(request: Request, principal: Principal) -> Project:
@@ -152,37 +154,19 @@ def _properties(store: EventStore, project: Project, request: Request) -> dict[s
     return properties.query_property_keys(store, scope, limit)
 
 
-async def get_metrics(request: Request) -> Response:
-    return await _read(request, _metrics)
+def _endpoint(query: Callable[[EventStore, Project, Request], dict[str, Any]]) -> Endpoint:
+    async def endpoint(request: Request) -> Response:
+        return await _read(request, query)
+
+    return endpoint
 
 
-async def get_timeseries(request: Request) -> Response:
-    return await _read(request, _timeseries)
-
-
-async def get_breakdown(request: Request) -> Response:
-    return await _read(request, _breakdown)
-
-
-async def get_realtime(request: Request) -> Response:
-    return await _read(request, _realtime)
-
-
-async def get_goals(request: Request) -> Response:
-    return await _read(request, _goals)
-
-
-async def get_funnel(request: Request) -> Response:
-    return await _read(request, _funnel)
-
-
-async def get_revenue(request: Request) -> Response:
-    return await _read(request, _revenue)
-
-
-async def get_errors(request: Request) -> Response:
-    return await _read(request, _errors)
-
-
-async def get_properties(request: Request) -> Response:
-    return await _read(request, _properties)
+get_metrics = _endpoint(_metrics)
+get_timeseries = _endpoint(_timeseries)
+get_breakdown = _endpoint(_breakdown)
+get_realtime = _endpoint(_realtime)
+get_goals = _endpoint(_goals)
+get_funnel = _endpoint(_funnel)
+get_revenue = _endpoint(_revenue)
+get_errors = _endpoint(_errors)
+get_properties = _endpoint(_properties)
