@@ -1,0 +1,334 @@
+"""The two ways svcm reaches the service, behind one interface.
+
+- :class:`HttpApi`: a running service over HTTP (``--url``), with a Bearer credential.
+- :class:`DirectApi`: a data directory (``--data-dir``) while no service runs on it. It starts
+  the service's :class:`~svc.runtime.Runtime` in this process and sends the very same requests
+  to the service's own ASGI application in memory (``httpx.ASGITransport``) with a one-off
+  admin token that exists only in this process. Every command therefore runs the same
+  validation, the same domain functions and gives the same JSON and errors either way.
+  ``svcm import`` also writes historical rows straight into the store (see
+  :mod:`svc.cli.importing`), which the HTTP API does not allow.
+
+chDB locks its directory while a process has it open: a data directory that a running service
+holds is refused with a clear message instead of being opened twice.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import contextlib
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from svc import __version__
+from svc.cli.errors import EXIT_FAILED, EXIT_UNREACHABLE, CliError
+
+if TYPE_CHECKING:
+    from svc.runtime import Runtime
+
+Params = list[tuple[str, str]] | dict[str, str] | None
+USER_AGENT = f"svcm/{__version__}"
+
+
+class Api(abc.ABC):
+    """A service to send requests to; answers are httpx responses, fully read."""
+
+    mode: str = ""
+    where: str = ""
+    token: str = ""
+
+    @property
+    def is_admin(self) -> bool:
+        return self.token.startswith("svc_admin_")
+
+    @abc.abstractmethod
+    def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Params = None,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        timeout: float | None = 30.0,
+    ) -> httpx.Response:
+        """The response, whatever its status; :class:`CliError` when there is none."""
+
+    @abc.abstractmethod
+    def download(self, path: str, params: Params, sink: Callable[[bytes], None]) -> httpx.Headers:
+        """GET ``path`` and hand the body to ``sink`` chunk by chunk; the response headers."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        pass
+
+    def request(self, method: str, path: str, *, params: Params = None, body: Any = None) -> Any:
+        """The decoded JSON of a successful answer; :class:`CliError` for an error answer."""
+        resp = self.send(method, path, params=params, body=body)
+        if resp.status_code >= 400:
+            raise error_of(resp)
+        try:
+            return resp.json()
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise CliError(
+                f"the service answered {method} {path} with something that is not JSON "
+                f"(HTTP {resp.status_code})"
+            ) from exc
+
+    def get(self, path: str, params: Params = None) -> Any:
+        return self.request("GET", path, params=params)
+
+
+def _query(params: Params) -> httpx.QueryParams | None:
+    if params is None:
+        return None
+    items = params.items() if isinstance(params, dict) else params
+    return httpx.QueryParams([(k, v) for k, v in items])
+
+
+def error_of(resp: httpx.Response) -> CliError:
+    """The service's error body as one line: its message, then status and code."""
+    status = resp.status_code
+    code, message, retry = "", "", resp.headers.get("retry-after")
+    try:
+        doc = resp.json()
+        err = doc.get("error") if isinstance(doc, dict) else None
+        if isinstance(err, dict):
+            code, message = str(err.get("code", "")), str(err.get("message", ""))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        pass
+    if not message:
+        snippet = " ".join(resp.text.split())[:200]
+        message = f"the service answered HTTP {status} {resp.reason_phrase}" + (
+            f": {snippet}" if snippet else ""
+        )
+    hint = ""
+    if status == 401:
+        hint = " (give a credential with --token, SVC_TOKEN or `svcm login`)"
+    elif status == 404 and message.startswith("no route for"):
+        hint = " (this service does not offer it: is it an older version?)"
+    elif status == 429 and retry:
+        hint = f" (retry after {retry} s)"
+    suffix = f" [HTTP {status}{' ' + code if code else ''}]"
+    exit_status = EXIT_UNREACHABLE if status == 401 else EXIT_FAILED
+    return CliError(message + hint + suffix, exit_status)
+
+
+class HttpApi(Api):
+    mode = "http"
+
+    def __init__(self, url: str, token: str, *, timeout: float = 30.0) -> None:
+        self.where = url
+        self.token = token
+        headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        self.client = httpx.Client(
+            base_url=url, headers=headers, timeout=httpx.Timeout(timeout, connect=10.0)
+        )
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Params = None,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        timeout: float | None = 30.0,
+    ) -> httpx.Response:
+        try:
+            return self.client.request(
+                method,
+                path,
+                params=_query(params),
+                json=body,
+                headers=headers,
+                timeout=httpx.Timeout(timeout, connect=10.0),
+            )
+        except httpx.HTTPError as exc:
+            raise self._unreachable(exc) from exc
+
+    def download(self, path: str, params: Params, sink: Callable[[bytes], None]) -> httpx.Headers:
+        try:
+            with self.client.stream(
+                "GET", path, params=_query(params), timeout=httpx.Timeout(None, connect=10.0)
+            ) as resp:
+                if resp.status_code >= 400:
+                    resp.read()
+                    raise error_of(resp)
+                for chunk in resp.iter_bytes():
+                    sink(chunk)
+                return resp.headers
+        except httpx.HTTPError as exc:
+            raise self._unreachable(exc) from exc
+
+    def _unreachable(self, exc: httpx.HTTPError) -> CliError:
+        if isinstance(exc, httpx.TimeoutException):
+            return CliError(f"the service at {self.where} did not answer in time", EXIT_UNREACHABLE)
+        if isinstance(exc, httpx.ConnectError):
+            reason = str(exc).split("] ", 1)[-1] or type(exc).__name__
+            return CliError(
+                f"cannot reach the service at {self.where}: {reason} "
+                "(is it running? set --url, SVC_URL or `svcm login`)",
+                EXIT_UNREACHABLE,
+            )
+        if isinstance(exc, httpx.InvalidURL | httpx.UnsupportedProtocol):
+            return CliError(f"not a usable service URL: {self.where!r} ({exc})", EXIT_UNREACHABLE)
+        return CliError(f"talking to {self.where} failed: {exc}", EXIT_UNREACHABLE)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+# direct mode ---------------------------------------------------------------------------------
+
+MARKERS = ("admin_token.sha256", "meta.db", "events", "spool")
+
+
+def is_data_dir(path: Path) -> bool:
+    return path.is_dir() and any((path / m).exists() for m in MARKERS)
+
+
+def require_data_dir(path: Path) -> None:
+    if not path.exists():
+        raise CliError(
+            f"no data directory at {path} (create one with `svcm init --data-dir {path}`)",
+            EXIT_UNREACHABLE,
+        )
+    if not is_data_dir(path):
+        raise CliError(
+            f"{path} is not an svc data directory (create one with `svcm init --data-dir {path}`)",
+            EXIT_UNREACHABLE,
+        )
+
+
+def holder_of(data_dir: Path) -> int | None:
+    """The pid of the process that holds the data directory's event store, or None.
+
+    chDB (the embedded ClickHouse) keeps an exclusive ``flock`` on ``events/status`` while it
+    runs; the file names its pid.
+    """
+    import fcntl
+
+    status = data_dir / "events" / "status"
+    try:
+        fd = os.open(status, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = 0
+            with contextlib.suppress(OSError, ValueError):
+                for line in status.read_text().splitlines():
+                    if line.startswith("PID:"):
+                        pid = int(line.split(":", 1)[1])
+            return pid
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def ensure_not_in_use(data_dir: Path) -> None:
+    pid = holder_of(data_dir)
+    if pid is not None:
+        who = f"process {pid}" if pid else "another process"
+        raise CliError(
+            f"the data directory {data_dir} is in use by {who} (a running service?): stop it "
+            "first, or talk to the service with --url instead of --data-dir",
+            EXIT_UNREACHABLE,
+        )
+
+
+def direct_settings(data_dir: Path, admin_token: str = "") -> Any:
+    """Settings for a data directory: the ``SVC_*`` environment, this directory."""
+    from svc.settings import Settings
+
+    try:
+        return Settings.from_env(data_dir=data_dir, admin_token=admin_token or None)
+    except ValueError as exc:
+        raise CliError(str(exc), EXIT_FAILED) from exc
+
+
+class DirectApi(Api):
+    mode = "direct"
+
+    def __init__(self, data_dir: Path) -> None:
+        from svc import credentials
+        from svc.app import create_app
+
+        data_dir = data_dir.expanduser()
+        self.where = str(data_dir)
+        require_data_dir(data_dir)
+        ensure_not_in_use(data_dir)
+        self.token = credentials.new_admin_token()  # lives in this process only
+        self.settings = direct_settings(data_dir, self.token)
+        self.app = create_app(self.settings)
+        self.runtime: Runtime = self.app.state.runtime
+        self.runner = asyncio.Runner()
+        self._started = False
+        try:
+            self.runner.run(self.runtime.start())
+            self._started = True
+            if self.runtime.loader.last_error:
+                raise CliError(
+                    f"cannot open the event store of {data_dir}: {self.runtime.loader.last_error}",
+                    EXIT_UNREACHABLE,
+                )
+        except BaseException:
+            self.close()
+            raise
+        transport = httpx.ASGITransport(
+            app=self.app, raise_app_exceptions=False, client=("127.0.0.1", 0)
+        )
+        self.client = httpx.AsyncClient(
+            transport=transport,
+            base_url="http://svcm.direct",
+            headers={"Authorization": f"Bearer {self.token}", "User-Agent": USER_AGENT},
+        )
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Params = None,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        timeout: float | None = 30.0,
+    ) -> httpx.Response:
+        return self.runner.run(
+            self.client.request(method, path, params=_query(params), json=body, headers=headers)
+        )
+
+    def download(self, path: str, params: Params, sink: Callable[[bytes], None]) -> httpx.Headers:
+        # The in-memory transport hands over the whole body at once (as chDB answers anyway).
+        resp = self.send("GET", path, params=params)
+        if resp.status_code >= 400:
+            raise error_of(resp)
+        sink(resp.content)
+        return resp.headers
+
+    def run(self, coro: Any) -> Any:
+        """Run a coroutine on the runtime's event loop."""
+        return self.runner.run(coro)
+
+    def close(self) -> None:
+        """Stop the runtime cleanly: commit the spool, load it into the store, close."""
+        try:
+            client = getattr(self, "client", None)
+            if client is not None:
+                self.runner.run(client.aclose())
+            if self._started:
+                self._started = False
+                self.runner.run(self.runtime.stop())
+        finally:
+            self.runner.close()
