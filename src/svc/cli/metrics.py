@@ -1,0 +1,322 @@
+"""``svcm metrics``: the aggregates of a range, a breakdown by a dimension, or a time series."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import sys
+from typing import Any
+
+from svc.cli.common import (
+    Context,
+    command,
+    connection_options,
+    output_options,
+    project_option,
+    range_options,
+    range_params,
+)
+from svc.cli.errors import UsageError
+
+DIMENSIONS = (
+    "page",
+    "entry_page",
+    "exit_page",
+    "hostname",
+    "source",
+    "channel",
+    "referrer",
+    "utm_source",
+    "utm_medium",
+    "utm_campaign",
+    "utm_content",
+    "utm_term",
+    "country",
+    "region",
+    "city",
+    "browser",
+    "browser_version",
+    "os",
+    "os_version",
+    "device",
+    "event",
+)
+OPERATORS = ("is", "is_not", "contains", "not_contains", "matches", "not_matches")
+SHORTHAND = {"==": "is", "=": "is", "!=": "is_not", "~": "contains", "!~": "not_contains"}
+ORDERS = (
+    "visitors",
+    "sessions",
+    "pageviews",
+    "events",
+    "bounceRate",
+    "avgSessionDuration",
+    "value",
+)
+
+_LONG = re.compile(r"^(prop:[^:]+|[a-z_]+):(" + "|".join(OPERATORS) + r"):(.*)$", re.S)
+_SHORT = re.compile(r"^(prop:[^=!~]+?|[a-z_]+?)(==|!=|!~|=|~)(.*)$", re.S)
+
+FILTER_HELP = """\
+filters (--filter, repeatable, all must hold):
+  DIM:OP:VALUE        OP is is, is_not, contains, not_contains, matches or not_matches
+                      (RE2 regular expression); is/is_not take alternatives a|b
+  DIM=VALUE           the same as DIM:is:VALUE;  DIM!=VALUE is is_not
+  DIM~VALUE           contains (case-insensitive);  DIM!~VALUE is not_contains
+  DIM is one of: {dims}, or prop:<key> for a custom property."""
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = command(
+        sub,
+        "metrics",
+        summary="aggregates of a range, a breakdown (--by) or a time series (--interval)",
+        description="The metrics of a project over a range of days: visitors, sessions, page "
+        "views, events,\nbounce rate, session duration and traffic sources; --compare adds "
+        "the previous period or\nyear. --by breaks them down by a dimension, --interval "
+        "gives a zero-filled time series.\n\n" + FILTER_HELP.format(dims=", ".join(DIMENSIONS)),
+        examples=[
+            "svcm metrics -p acme --from 2024-06-01 --to 2024-06-30",
+            "svcm metrics -p acme --from 30d --compare previous_period",
+            "svcm metrics -p acme --from 7d --by page --limit 20",
+            "svcm metrics -p acme --from 7d --by source --filter country=DE --filter 'page~/blog'",
+            "svcm metrics -p acme --from 7d --by prop:plan --order=-pageviews --csv > plans.csv",
+            "svcm metrics -p acme --from today --interval hour --json",
+        ],
+        handler=run_metrics,
+        parents=[connection_options(), output_options()],
+    )
+    project_option(p)
+    range_options(p)
+    by = p.add_argument(
+        "--by", metavar="DIM", help="break down by this dimension (see filters, or prop:<key>)"
+    )
+    by.completion_values = DIMENSIONS  # type: ignore[attr-defined]
+    p.add_argument(
+        "--interval",
+        choices=["hour", "day", "week", "month"],
+        help="a time series with one point per hour, day, week or month",
+    )
+    p.add_argument(
+        "--filter",
+        action="append",
+        default=[],
+        metavar="FILTER",
+        help="keep only what matches (repeatable; see filters above)",
+    )
+    p.add_argument(
+        "--compare",
+        choices=["previous_period", "previous_year"],
+        help="also show the range before, or the same range a year before",
+    )
+    p.add_argument(
+        "--limit", type=int, metavar="N", help="breakdown rows to show (1-1000, default 100)"
+    )
+    p.add_argument("--offset", type=int, metavar="N", help="breakdown rows to skip")
+    p.add_argument(
+        "--order",
+        metavar="FIELD",
+        help="breakdown order: " + ", ".join(ORDERS) + "; prefix - (as --order=-pageviews) "
+        "or suffix :desc for descending (default -visitors)",
+    )
+    p.add_argument("--csv", action="store_true", help="print CSV (with a header row)")
+
+
+def filter_param(text: str) -> str:
+    """``DIM:OP:VALUE`` as it is, or the shorthand ``DIM=VALUE`` (and ``!=``, ``~``, ``!~``)
+    as ``DIM:OP:VALUE``."""
+    if _LONG.match(text):
+        return text
+    match = _SHORT.match(text)
+    if match:
+        dim, op, value = match.groups()
+        return f"{dim}:{SHORTHAND[op]}:{value}"
+    raise UsageError(
+        f"--filter {text!r}: write DIM:OP:VALUE (like page:contains:/blog) or DIM=VALUE, "
+        "DIM!=VALUE, DIM~VALUE, DIM!~VALUE"
+    )
+
+
+def order_param(text: str) -> str:
+    text = text.strip()
+    for suffix, sign in ((":desc", "-"), (":asc", "")):
+        if text.endswith(suffix):
+            return sign + text[: -len(suffix)]
+    return text
+
+
+def run_metrics(ctx: Context) -> int:
+    if ctx.opt("csv") and ctx.json:
+        raise UsageError("give either --json or --csv")
+    by, interval, compare = ctx.opt("by"), ctx.opt("interval"), ctx.opt("compare")
+    if by and interval:
+        raise UsageError("give either --by or --interval")
+    if compare and (by or interval):
+        raise UsageError("--compare works on the totals only, not with --by or --interval")
+    if not by and any(ctx.opt(n) is not None for n in ("limit", "offset", "order")):
+        raise UsageError("--limit, --offset and --order go with --by")
+    params = [*range_params(ctx)]
+    params += [("filter", filter_param(f)) for f in ctx.opt("filter") or []]
+    path = "/metrics"
+    if by:
+        path = "/metrics/breakdown"
+        params.append(("by", by))
+        if ctx.opt("limit") is not None:
+            params.append(("limit", str(ctx.opt("limit"))))
+        if ctx.opt("offset") is not None:
+            params.append(("offset", str(ctx.opt("offset"))))
+        if ctx.opt("order"):
+            params.append(("order", order_param(ctx.opt("order"))))
+    elif interval:
+        path = "/metrics/timeseries"
+        params.append(("interval", interval))
+    elif compare:
+        params.append(("compare", compare))
+    project = ctx.project()
+    params.append(("projectId", project))
+    doc = ctx.api().get(path, params)
+    if ctx.json:
+        ctx.out.json(doc)
+    elif by:
+        show_rows(ctx, doc.get("rows", []), by, doc)
+    elif interval:
+        show_rows(ctx, doc.get("points", []), "time", doc)
+    else:
+        show_totals(ctx, doc, project)
+    return 0
+
+
+ROW_FIELDS = ("visitors", "sessions", "pageviews", "events", "bounceRate", "avgSessionDuration")
+ROW_TITLES = ("VISITORS", "SESSIONS", "PAGEVIEWS", "EVENTS", "BOUNCE RATE", "AVG DURATION")
+TOTALS = (
+    ("visitors", "Visitors"),
+    ("sessions", "Sessions"),
+    ("pageviews", "Page views"),
+    ("events", "Events"),
+    ("viewsPerSession", "Views per session"),
+    ("bounceRate", "Bounce rate"),
+    ("avgSessionDuration", "Avg. session duration"),
+)
+
+
+def duration(seconds: Any) -> str:
+    try:
+        total = float(seconds)
+    except (TypeError, ValueError):
+        return str(seconds)
+    minutes, secs = divmod(round(total), 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m {secs:02d}s"
+    if minutes:
+        return f"{minutes}m {secs:02d}s"
+    return f"{secs}s"
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str) and value.endswith("%"):
+        try:
+            return float(value[:-1])
+        except ValueError:
+            return None
+    return None
+
+
+def change(now: Any, before: Any, field: str) -> str:
+    a, b = _number(now), _number(before)
+    if a is None or b is None:
+        return ""
+    if field == "bounceRate":
+        diff = a - b
+        return f"{diff:+.1f} pt" if diff else "="
+    if b == 0:
+        return "new" if a else "="
+    pct = (a - b) / b * 100
+    return f"{pct:+.1f}%" if round(pct, 1) else "="
+
+
+def _display(field: str, value: Any) -> Any:
+    if field == "avgSessionDuration":
+        return duration(value)
+    return value
+
+
+def show_totals(ctx: Context, doc: dict[str, Any], project: str) -> None:
+    before = doc.get("compare") if isinstance(doc.get("compare"), dict) else None
+    if ctx.opt("csv"):
+        fields = ["from", "to", *[f for f, _ in TOTALS]]
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(["range", *fields])
+        writer.writerow(["current", *[doc.get(f, "") for f in fields]])
+        if before:
+            writer.writerow(["previous", *[before.get(f, "") for f in fields]])
+        return
+    if not ctx.out.stdout_tty:
+        for field, _ in TOTALS:
+            row = [field, doc.get(field)]
+            if before:
+                row.append(before.get(field))
+            ctx.out.line("\t".join("" if v is None else str(v) for v in row))
+        for source, n in (doc.get("trafficSources") or {}).items():
+            ctx.out.line(f"source:{source}\t{n}")
+        return
+    title = f"{project}  {doc.get('from')} – {doc.get('to')} ({doc.get('timezone', 'UTC')})"
+    filters = ctx.opt("filter") or []
+    if filters:
+        title += "  filtered: " + ", ".join(filters)
+    columns = ["METRIC", "VALUE"]
+    if before:
+        columns += [f"{before.get('from')} – {before.get('to')}", "CHANGE"]
+    rows = []
+    for field, name in TOTALS:
+        row = [name, _display(field, doc.get(field))]
+        if before:
+            row += [
+                _display(field, before.get(field)),
+                change(doc.get(field), before.get(field), field),
+            ]
+        rows.append(row)
+    ctx.out.table(columns, rows, title=title, right=columns[1:])
+    sources = doc.get("trafficSources") or {}
+    if sources:
+        total = sum(int(v) for v in sources.values()) or 1
+        ctx.out.line("")
+        ctx.out.table(
+            ["SOURCE", "SESSIONS", "SHARE"],
+            [[s, n, f"{100 * int(n) / total:.1f}%"] for s, n in sources.items()],
+            title="Traffic sources",
+            right=["SESSIONS", "SHARE"],
+        )
+
+
+def show_rows(ctx: Context, rows: list[dict[str, Any]], key: str, doc: dict[str, Any]) -> None:
+    first = "value" if key != "time" else "time"
+    if ctx.opt("csv"):
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow([first, *ROW_FIELDS])
+        for r in rows:
+            writer.writerow([r.get(first, ""), *[r.get(f, "") for f in ROW_FIELDS]])
+        return
+    table_rows: list[list[Any]] = []
+    peak = max((int(r.get("visitors", 0) or 0) for r in rows), default=0) or 1
+    for r in rows:
+        value = r.get(first)
+        row: list[Any] = [
+            value if value not in (None, "") else "(none)",
+            *[_display(f, r.get(f)) if ctx.out.stdout_tty else r.get(f) for f in ROW_FIELDS],
+        ]
+        if key == "time" and ctx.out.stdout_tty:
+            row.append("█" * round(20 * int(r.get("visitors", 0) or 0) / peak) or " ")
+        table_rows.append(row)
+    columns = [key.upper(), *ROW_TITLES] + ([""] if key == "time" and ctx.out.stdout_tty else [])
+    ctx.out.table(columns, table_rows, right=list(ROW_TITLES), empty="no data in this range")
+    total = doc.get("totalRows")
+    if ctx.out.stdout_tty and isinstance(total, int) and total > len(rows):
+        offset = int(doc.get("offset", 0) or 0)
+        ctx.out.note(
+            f"rows {offset + 1}–{offset + len(rows)} of {total} (see --limit and --offset)"
+        )
