@@ -1,0 +1,1348 @@
+"""What the sync and async clients share: options, events, the queue, and the delivery rules.
+
+Delivery is written once, as a generator (:meth:`BaseClient._delivery`) that yields what it wants
+done (``_Post`` a body, ``_Sleep`` a backoff) and is driven by a blocking runner (the sync
+client's thread) or by an asyncio runner. Its rules are the TypeScript client's:
+
+- a batch is retried with the same body (so the same ``eventId``\\ s: never counted twice) after
+  a network error, a timeout, 429 or 5xx, at most ``max_retries`` times, waiting ``Retry-After``
+  when the service sends one, else a random time in
+  ``[0, min(retry_max_delay, retry_base_delay * 2**n)]`` (exponential backoff, full jitter);
+- a ``Retry-After`` longer than ``retry_max_delay`` (a quota spent until next month) gives the
+  batch up at once;
+- 413 splits the batch in halves; any other 4xx gives it up; events refused inside an accepted
+  batch are reported, never retried;
+- every failure goes to ``on_error`` as an :class:`SvcError`; nothing raises after the call.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import math
+import random
+import re
+import sys
+import time
+import traceback
+import uuid
+from collections import deque
+from collections.abc import Callable, Generator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Final, TypeAlias, TypedDict, Unpack
+
+import httpx
+
+from svc.client import _validate as v
+from svc.client._json import Json, JsonObject, dumps, truncate, truncate_start
+from svc.client.errors import RejectedEvent, SvcError
+
+VERSION: Final = "0.1.0"
+
+#: A request body stays under this, below the service's 1 MiB limit.
+MAX_BODY_BYTES: Final = 1_000_000
+#: The service takes at most 1,000 events a batch.
+MAX_BATCH_SIZE: Final = 1000
+
+logger = logging.getLogger("svc.client")
+
+PropertyValue: TypeAlias = str | int | float | bool | Decimal | None
+"""A property value as the service stores it: a flat JSON scalar."""
+Item: TypeAlias = Mapping[str, PropertyValue]
+"""A GA4 item: ``item_id`` and/or ``item_name``, ``price``, ``quantity``, and any flat field."""
+Properties: TypeAlias = Mapping[str, PropertyValue | Sequence[Item]]
+"""Custom event properties: at most 50 flat values; ``items`` may be a list of items."""
+Timestamp: TypeAlias = datetime | int | float
+"""When an event happened: a ``datetime`` or milliseconds since the epoch."""
+OnError: TypeAlias = Callable[[SvcError], object]
+
+
+class EventContext(TypedDict, total=False):
+    """Per-call context of the GA4 helpers (the same keywords as :meth:`Client.track`)."""
+
+    url: str
+    referrer: str | None
+    session_id: str | None
+    user_agent: str | None
+    ip: str | None
+    timestamp: Timestamp
+    event_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClientStats:
+    """Counters of a client."""
+
+    #: Events waiting in the queue.
+    queued: int
+    #: Events in the request under way.
+    in_flight: int
+    #: Events the service accepted.
+    sent: int
+    #: Events given up: refused by the service, retries exhausted, or sent after close.
+    failed: int
+    #: Oldest events dropped because the queue was full.
+    dropped: int
+    #: Requests retried.
+    retries: int
+
+
+@dataclass(slots=True)
+class _Queued:
+    seq: int
+    id: str
+    name: str
+    json: str
+    bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Post:
+    body: bytes
+    #: Seconds before the request is abandoned.
+    limit: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Sleep:
+    delay: float
+
+
+@dataclass(slots=True)
+class _Outcome:
+    #: 0 when no HTTP answer came (network error, timeout, abort).
+    status: int
+    body: Any = None
+    #: Seconds, from the Retry-After header.
+    retry_after: float | None = None
+    error: SvcError | None = None
+
+
+_Delivery: TypeAlias = Generator[_Post | _Sleep, _Outcome | None, None]
+
+# How the GA4 helpers check the parameters GA4 defines; others pass as plain properties.
+_S, _N, _N0, _CUR, _ITEMS = "s", "n", "n0", "cur", "items"
+GA4_KINDS: Final[Mapping[str, str]] = {
+    "method": _S,
+    "search_term": _S,
+    "currency": _CUR,
+    "value": _N0,
+    "items": _ITEMS,
+    "item_list_id": _S,
+    "item_list_name": _S,
+    "coupon": _S,
+    "shipping_tier": _S,
+    "payment_type": _S,
+    "transaction_id": _S,
+    "affiliation": _S,
+    "shipping": _N0,
+    "tax": _N0,
+    "content_type": _S,
+    "content_id": _S,
+    "item_id": _S,
+    "item_name": _S,
+    "lead_source": _S,
+    "creative_name": _S,
+    "creative_slot": _S,
+    "promotion_id": _S,
+    "promotion_name": _S,
+    "level": _N,
+    "character": _S,
+    "score": _N,
+    "virtual_currency_name": _S,
+    "achievement_id": _S,
+    "group_id": _S,
+}
+
+
+def _ga4_params(
+    where: str,
+    named: Mapping[str, object],
+    extra: Mapping[str, object] | None,
+    required: Sequence[str] = (),
+    money: bool = False,
+) -> JsonObject | None:
+    params: dict[str, object] = {k: val for k, val in named.items() if val is not None}
+    if extra is not None:
+        if not isinstance(extra, Mapping):
+            v.type_error(where, f"extra must be a mapping (a dict), got {v.describe(extra)}")
+        for key, val in extra.items():
+            if key in params:
+                v.type_error(where, f"{key} is given twice: as an argument and in extra")
+            params[key] = val
+    out: dict[str, object] = {}
+    for key, val in params.items():
+        kind = GA4_KINDS.get(key) if isinstance(key, str) else None
+        if kind == _S:
+            out[key] = v.check_string(where, key, val)
+        elif kind == _N:
+            out[key] = v.check_number(where, key, val)
+        elif kind == _N0:
+            out[key] = v.check_number(where, key, val, min0=True)
+        elif kind == _CUR:
+            out[key] = v.check_currency(where, val)
+        elif kind == _ITEMS:
+            if not isinstance(val, list | tuple):
+                v.type_error(where, f"items must be a list, got {v.describe(val)}")
+            out[key] = val
+        else:
+            out[key] = val
+    for key in required:
+        if key not in out:
+            v.type_error(where, f"{key} is required")
+    if money and "value" in out and "currency" not in out:
+        v.value_error(where, "currency is required when value is set")
+    return v.check_properties(where, out, strict_items=True)
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds to wait, from a Retry-After header (delta-seconds or an HTTP date)."""
+    if value is None:
+        return None
+    s = value.strip()
+    if re.fullmatch(r"\d+(\.\d+)?", s):
+        return math.ceil(float(s) * 1000) / 1000
+    try:
+        when = email.utils.parsedate_to_datetime(s)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _error_info(body: object) -> tuple[str | None, str | None, str | None]:
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        e = body["error"]
+        code, message, field = e.get("code"), e.get("message"), e.get("field")
+        return (
+            code if isinstance(code, str) else None,
+            message if isinstance(message, str) else None,
+            field if isinstance(field, str) else None,
+        )
+    return None, None, None
+
+
+def _given(x: object) -> bool:
+    """Context often comes from request headers: ``None`` and ``""`` mean "not known"."""
+    return x is not None and x != ""
+
+
+def _option(
+    name: str,
+    value: object,
+    minimum: float,
+    maximum: float | None = None,
+    integer: bool = False,
+) -> float:
+    where = "create_client"
+    n = v.check_number(where, name, value, integer=integer)
+    if n < minimum or (maximum is not None and n > maximum):
+        rule = f"at least {minimum}" if maximum is None else f"between {minimum} and {maximum}"
+        v.value_error(where, f"{name} must be {rule}, got {n!r}")
+    return n
+
+
+def _post_blocking(
+    http: httpx.Client, endpoint: str, headers: Mapping[str, str], post: _Post
+) -> _Outcome:
+    """One request with a blocking httpx client; never raises."""
+    try:
+        r = http.post(endpoint, content=post.body, headers=headers, timeout=post.limit)
+        content = r.content
+    except httpx.TimeoutException as exc:
+        return _Outcome(0, error=_timeout_error(post.limit, exc))
+    except Exception as exc:
+        return _Outcome(0, error=_network_error(exc))
+    return _outcome(r.status_code, content, r.headers.get("retry-after"))
+
+
+def _outcome(status: int, content: bytes, retry_after: str | None) -> _Outcome:
+    try:
+        body = json.loads(content) if content else None
+    except ValueError:
+        body = None
+    return _Outcome(status, body, parse_retry_after(retry_after))
+
+
+def _timeout_error(limit: float, exc: BaseException | None = None) -> SvcError:
+    return SvcError("timeout", f"svc: request timed out after {limit:g} s", cause=exc)
+
+
+def _network_error(exc: BaseException) -> SvcError:
+    return SvcError("network_error", f"svc: request failed: {exc!r}", cause=exc)
+
+
+class BaseClient:
+    """Options, event building, the queue and the delivery rules. Subclasses schedule."""
+
+    _lock: AbstractContextManager[Any]
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        project_id: str,
+        endpoint: str,
+        flush_interval: float,
+        max_batch_size: int,
+        max_queue_size: int,
+        timeout: float,
+        max_retries: int,
+        retry_base_delay: float,
+        retry_max_delay: float,
+        on_error: OnError | None,
+        session_id: str | None,
+        lock: AbstractContextManager[Any],
+    ) -> None:
+        where = "create_client"
+        self._api_key = v.check_string(where, "api_key", api_key)
+        self._project_id = v.check_string(where, "project_id", project_id, v.PROJECT_ID_LENGTH)
+        self._endpoint = v.check_string(where, "endpoint", endpoint)
+        try:
+            url = httpx.URL(self._endpoint)
+        except (httpx.InvalidURL, TypeError, ValueError):
+            url = None
+        if url is None or url.scheme not in ("http", "https") or not url.host:
+            v.value_error(
+                where,
+                'endpoint must be a URL such as "https://analytics.example.com/analytics", '
+                f"got {v.describe(endpoint)}",
+            )
+        self._flush_interval = _option("flush_interval", flush_interval, 0)
+        self._max_batch_size = int(
+            _option("max_batch_size", max_batch_size, 1, MAX_BATCH_SIZE, integer=True)
+        )
+        self._max_queue_size = int(_option("max_queue_size", max_queue_size, 1, integer=True))
+        self._timeout = _option("timeout", timeout, 0.001)
+        self._max_retries = int(_option("max_retries", max_retries, 0, integer=True))
+        self._retry_base_delay = _option("retry_base_delay", retry_base_delay, 0)
+        self._retry_max_delay = _option("retry_max_delay", retry_max_delay, 0)
+        if on_error is not None and not callable(on_error):
+            v.type_error(where, f"on_error must be callable, got {v.describe(on_error)}")
+        self._on_error = on_error
+        self._session_id = (
+            None
+            if session_id is None
+            else v.check_string(where, "session_id", session_id, v.SESSION_ID_LENGTH)
+        )
+        self._headers: dict[str, str] = {
+            "Authorization": f"Bearer {self._api_key}",
+            "Content-Type": "application/json",
+            "User-Agent": f"svc-python/{VERSION} python-httpx/{httpx.__version__}",
+        }
+        self._lock = lock
+        self._queue: deque[_Queued] = deque()
+        self._inflight: list[_Queued] = []
+        self._seq = 0
+        self._force_through = 0
+        self._closed = False
+        self._aborted = False
+        #: time.monotonic() by which close() must be done.
+        self._deadline: float | None = None
+        self._drop_pending = 0
+        self._sent = 0
+        self._failed = 0
+        self._dropped = 0
+        self._retries = 0
+
+    # ----- reporting ------------------------------------------------------------------------
+
+    def _report(self, error: SvcError) -> None:
+        """Hands a failure to on_error (default: a warning on the ``svc.client`` logger)."""
+        try:
+            if self._on_error is None:
+                logger.warning("%s", error.message)
+            else:
+                self._on_error(error)
+        except Exception:
+            # A failing on_error must not break the sender.
+            logger.exception("svc: on_error raised")
+
+    def _give_up(self, n: int, error: SvcError) -> None:
+        with self._lock:
+            self._failed += n
+        self._report(error)
+
+    def _take_drop_report(self) -> SvcError | None:
+        with self._lock:
+            k, self._drop_pending = self._drop_pending, 0
+            total = self._dropped
+        if not k:
+            return None
+        return SvcError(
+            "queue_overflow",
+            f"svc: queue full (max_queue_size {self._max_queue_size}): dropped the {k} oldest "
+            f"event(s), {total} in all",
+            count=k,
+        )
+
+    def stats(self) -> ClientStats:
+        """Counters of this client."""
+        with self._lock:
+            return ClientStats(
+                queued=len(self._queue),
+                in_flight=len(self._inflight),
+                sent=self._sent,
+                failed=self._failed,
+                dropped=self._dropped,
+                retries=self._retries,
+            )
+
+    # ----- the queue (callers hold the lock) ------------------------------------------------
+
+    def _oldest_pending(self) -> int:
+        oldest = self._seq + 1
+        if self._inflight:
+            oldest = min(oldest, self._inflight[0].seq)
+        if self._queue:
+            oldest = min(oldest, self._queue[0].seq)
+        return oldest
+
+    def _due(self) -> bool:
+        return (
+            not self._aborted
+            and bool(self._queue)
+            and (
+                len(self._queue) >= self._max_batch_size
+                or self._force_through >= self._queue[0].seq
+            )
+        )
+
+    def _take(self) -> list[_Queued]:
+        """The oldest queued events that fit in one request."""
+        size, batch = 12, list[_Queued]()
+        while self._queue and len(batch) < self._max_batch_size:
+            b = self._queue[0].bytes + 1
+            if batch and size + b > MAX_BODY_BYTES:
+                break
+            size += b
+            batch.append(self._queue.popleft())
+        return batch
+
+    def _push(self, q: _Queued) -> int:
+        """Queues an event; returns how many of the oldest were dropped to make room."""
+        self._seq += 1
+        q.seq = self._seq
+        self._queue.append(q)
+        over = len(self._queue) - self._max_queue_size
+        if over <= 0:
+            return 0
+        for _ in range(over):
+            self._queue.popleft()
+        self._dropped += over
+        self._drop_pending += over
+        return over
+
+    # ----- delivery ---------------------------------------------------------------------------
+
+    def _accepted(self, batch: list[_Queued], body: object) -> None:
+        rejected: list[RejectedEvent] = []
+        entries = body.get("rejected") if isinstance(body, dict) else None
+        for r in entries if isinstance(entries, list) else ():
+            if not isinstance(r, dict):
+                continue
+            index = r.get("index")
+            if isinstance(index, bool) or not isinstance(index, int):
+                continue
+            if not 0 <= index < len(batch):
+                continue
+            q = batch[index]
+            code, message, field = _error_info(r)
+            rejected.append(
+                RejectedEvent(q.id, q.name, code or "invalid_request", message or "", field)
+            )
+        with self._lock:
+            self._sent += len(batch) - len(rejected)
+        if rejected:
+            first = rejected[0]
+            self._give_up(
+                len(rejected),
+                SvcError(
+                    "events_rejected",
+                    f"svc: the service refused {len(rejected)} of {len(batch)} event(s); first: "
+                    f'"{first.event}" ({first.code}: {first.message})',
+                    status=200,
+                    count=len(rejected),
+                    rejected=tuple(rejected),
+                ),
+            )
+
+    def _limit(self) -> float:
+        if self._deadline is None:
+            return self._timeout
+        return max(0.001, min(self._timeout, self._deadline - time.monotonic()))
+
+    def _shutdown_error(self, n: int, cause: SvcError | None = None) -> SvcError:
+        detail = f": {cause.message}" if cause is not None else ""
+        return SvcError(
+            "shutdown_timeout",
+            f"svc: {n} event(s) not sent before close() timed out{detail}",
+            count=n,
+            cause=cause,
+        )
+
+    def _delivery(self, batch: list[_Queued]) -> _Delivery:
+        """Sends one batch until it is accepted or given up."""
+        n = len(batch)
+        body = ('{"events":[' + ",".join(q.json for q in batch) + "]}").encode()
+        tries = 0
+        while True:
+            if self._aborted:
+                self._give_up(n, self._shutdown_error(n))
+                return
+            r = yield _Post(body, self._limit())
+            assert r is not None
+            if 200 <= r.status < 300:
+                self._accepted(batch, r.body)
+                return
+            if r.status == 413 and n > 1:
+                half = n // 2
+                yield from self._delivery(batch[:half])
+                yield from self._delivery(batch[half:])
+                return
+            err = r.error
+            if err is None:
+                code, message, _ = _error_info(r.body)
+                code = code or f"http_{r.status}"
+                err = SvcError(
+                    code,
+                    f"svc: {n} event(s) not sent: HTTP {r.status} {code}"
+                    + (f": {message}" if message else ""),
+                    status=r.status,
+                    count=n,
+                )
+            retryable = r.status == 0 or r.status == 429 or r.status >= 500
+            if self._aborted:
+                self._give_up(
+                    n, err if err.code == "shutdown_timeout" else self._shutdown_error(n, err)
+                )
+                return
+            if not retryable:
+                if err.count != n:
+                    err = SvcError(
+                        err.code, err.message, status=err.status, count=n, cause=err.cause
+                    )
+                self._give_up(n, err)
+                return
+            if tries >= self._max_retries:
+                self._give_up(
+                    n,
+                    SvcError(
+                        "retries_exhausted",
+                        f"svc: gave up on {n} event(s) after {tries + 1} attempts: {err.message}",
+                        status=r.status or None,
+                        count=n,
+                        cause=err,
+                    ),
+                )
+                return
+            if r.retry_after is not None:
+                if r.retry_after > self._retry_max_delay:
+                    self._give_up(
+                        n,
+                        SvcError(
+                            err.code,
+                            f"{err.message} (Retry-After {math.ceil(r.retry_after)} s is longer "
+                            "than retry_max_delay; not retried)",
+                            status=r.status,
+                            count=n,
+                        ),
+                    )
+                    return
+                delay = r.retry_after
+            else:
+                delay = random.uniform(
+                    0, min(self._retry_max_delay, self._retry_base_delay * 2**tries)
+                )
+            if self._deadline is not None and time.monotonic() + delay >= self._deadline:
+                self._give_up(n, self._shutdown_error(n, err))
+                return
+            with self._lock:
+                self._retries += 1
+            yield _Sleep(delay)
+            tries += 1
+
+    def _deliver_blocking(
+        self,
+        batch: list[_Queued],
+        post: Callable[[_Post], _Outcome],
+        sleep: Callable[[float], None],
+    ) -> None:
+        gen = self._delivery(batch)
+        try:
+            action = next(gen)
+            while True:
+                if isinstance(action, _Post):
+                    action = gen.send(post(action))
+                else:
+                    sleep(action.delay)
+                    action = gen.send(None)
+        except StopIteration:
+            pass
+
+    # ----- events -----------------------------------------------------------------------------
+
+    def _submit(self, q: _Queued) -> None:
+        raise NotImplementedError
+
+    def _refuse_closed(self, name: str) -> None:
+        self._give_up(
+            1,
+            SvcError("client_closed", f'svc: "{name}" not sent: the client was closed', count=1),
+        )
+
+    def _enqueue(
+        self,
+        where: str,
+        name: str,
+        properties: JsonObject | None,
+        *,
+        url: str | None = None,
+        referrer: str | None = None,
+        session_id: str | None = None,
+        user_agent: str | None = None,
+        ip: str | None = None,
+        timestamp: Timestamp | None = None,
+        event_id: str | None = None,
+        page_url: str | None = None,
+    ) -> None:
+        if page_url is not None:
+            page = page_url
+        elif url is not None:
+            page = v.check_url(where, url)
+        else:
+            page = "/"
+        ref = (
+            truncate(v.check_string(where, "referrer", referrer), v.URL_LENGTH)
+            if _given(referrer)
+            else None
+        )
+        sid = (
+            v.check_string(where, "session_id", session_id, v.SESSION_ID_LENGTH)
+            if _given(session_id)
+            else self._session_id
+        )
+        ua = (
+            truncate(v.check_string(where, "user_agent", user_agent), v.USER_AGENT_LENGTH)
+            if _given(user_agent)
+            else None
+        )
+        addr = v.check_ip(where, ip) if _given(ip) else None
+        ts = (
+            v.check_timestamp(where, timestamp)
+            if timestamp is not None
+            else time.time_ns() // 1_000_000
+        )
+        eid = (
+            v.check_string(where, "event_id", event_id, v.EVENT_ID_LENGTH)
+            if event_id is not None
+            else str(uuid.uuid4())
+        )
+        # Field order is part of the wire format shared with the TypeScript client.
+        ev: JsonObject = {"event": name, "url": page}
+        if sid is not None:
+            ev["sessionId"] = sid
+        ev["projectId"] = self._project_id
+        if properties is not None:
+            ev["properties"] = properties
+        if ref:
+            ev["referrer"] = ref
+        ev["ts"] = ts
+        ev["eventId"] = eid
+        if ua is not None:
+            ev["userAgent"] = ua
+        if addr is not None:
+            ev["ip"] = addr
+        text = dumps(ev)
+        size = len(text.encode())
+        if size > MAX_BODY_BYTES - 12:
+            v.value_error(
+                where, f"the event is {size} bytes once encoded; the limit is {MAX_BODY_BYTES - 12}"
+            )
+        self._submit(_Queued(0, eid, name, text, size))
+
+    # ----- the public API -----------------------------------------------------------------------
+
+    def track(
+        self,
+        name: str,
+        properties: Properties | None = None,
+        *,
+        url: str | None = None,
+        referrer: str | None = None,
+        session_id: str | None = None,
+        user_agent: str | None = None,
+        ip: str | None = None,
+        timestamp: Timestamp | None = None,
+        event_id: str | None = None,
+    ) -> None:
+        """Sends a custom event.
+
+        ``properties``: at most 50 flat values (str, int, float, bool, None); ``items`` may be a
+        list of flat dicts. The keywords give the event's context: ``url`` (a full URL or a
+        path; default ``"/"``), ``referrer``, ``session_id`` (overrides the client's),
+        ``user_agent`` and ``ip`` (the end user's, honoured with a secret key only; ``None`` or
+        ``""`` mean "not known"), ``timestamp`` (a ``datetime`` or ms since the epoch; default
+        now) and ``event_id`` (an idempotency key; default a random UUID).
+
+        Raises ``TypeError``/``ValueError`` for invalid arguments; never for delivery.
+        """
+        where = "track"
+        n = v.check_name(where, name)
+        props = v.check_properties(where, properties)
+        self._enqueue(
+            where,
+            n,
+            props,
+            url=url,
+            referrer=referrer,
+            session_id=session_id,
+            user_agent=user_agent,
+            ip=ip,
+            timestamp=timestamp,
+            event_id=event_id,
+        )
+
+    def page_view(
+        self,
+        url: str,
+        *,
+        referrer: str | None = None,
+        session_id: str | None = None,
+        user_agent: str | None = None,
+        ip: str | None = None,
+        timestamp: Timestamp | None = None,
+        event_id: str | None = None,
+    ) -> None:
+        """Sends a ``page_view`` of ``url`` (a full URL or a path)."""
+        where = "page_view"
+        if url is None:
+            v.type_error(where, 'url is required, e.g. page_view("/pricing")')
+        page = v.check_url(where, url)
+        self._enqueue(
+            where,
+            "page_view",
+            None,
+            page_url=page,
+            referrer=referrer,
+            session_id=session_id,
+            user_agent=user_agent,
+            ip=ip,
+            timestamp=timestamp,
+            event_id=event_id,
+        )
+
+    def purchase(
+        self,
+        transaction_id: str,
+        value: float | Decimal,
+        currency: str,
+        items: Sequence[Item],
+        *,
+        coupon: str | None = None,
+        shipping: float | Decimal | None = None,
+        tax: float | Decimal | None = None,
+        affiliation: str | None = None,
+        url: str | None = None,
+        referrer: str | None = None,
+        session_id: str | None = None,
+        user_agent: str | None = None,
+        ip: str | None = None,
+        timestamp: Timestamp | None = None,
+        event_id: str | None = None,
+    ) -> None:
+        """Sends the GA4 ``purchase`` event: ``transaction_id``, ``value`` (>= 0), ``currency``
+        (ISO 4217, sent upper-cased), ``items`` (each with an ``item_id`` or ``item_name``;
+        ``price`` >= 0, ``quantity`` a whole number >= 0), and the optional GA4 ``coupon``,
+        ``shipping``, ``tax`` and ``affiliation``."""
+        where = "purchase"
+        props: JsonObject = {
+            "transaction_id": v.check_string(where, "transaction_id", transaction_id),
+            "value": v.check_number(where, "value", value, min0=True),
+            "currency": v.check_currency(where, currency),
+        }
+        checked_items = v.check_items(where, items, True)
+        if coupon is not None:
+            props["coupon"] = v.check_string(where, "coupon", coupon)
+        if shipping is not None:
+            props["shipping"] = v.check_number(where, "shipping", shipping, min0=True)
+        if tax is not None:
+            props["tax"] = v.check_number(where, "tax", tax, min0=True)
+        if affiliation is not None:
+            props["affiliation"] = v.check_string(where, "affiliation", affiliation)
+        props["items"] = checked_items
+        self._enqueue(
+            where,
+            "purchase",
+            props,
+            url=url,
+            referrer=referrer,
+            session_id=session_id,
+            user_agent=user_agent,
+            ip=ip,
+            timestamp=timestamp,
+            event_id=event_id,
+        )
+
+    def capture_exception(
+        self,
+        exc: BaseException | str | None = None,
+        *,
+        fatal: bool = False,
+        url: str | None = None,
+        referrer: str | None = None,
+        session_id: str | None = None,
+        user_agent: str | None = None,
+        ip: str | None = None,
+        timestamp: Timestamp | None = None,
+        event_id: str | None = None,
+    ) -> None:
+        """Sends the GA4 ``exception`` event: ``description`` ("TypeName: message", at most
+        1,000 characters), ``fatal`` and ``stack``, the formatted traceback (its last 2,048
+        characters: a Python traceback ends with the error and the innermost frames).
+
+        Without ``exc``, reports the exception being handled (inside an ``except`` block).
+        """
+        where = "capture_exception"
+        if exc is None:
+            exc = sys.exc_info()[1]
+            if exc is None:
+                v.type_error(where, "no exception given and none is being handled")
+        if not isinstance(fatal, bool):
+            v.type_error(where, f"fatal must be a bool, got {v.describe(fatal)}")
+        stack: str | None = None
+        if isinstance(exc, BaseException):
+            kind, message = type(exc).__name__, str(exc)
+            description = f"{kind}: {message}" if message else kind
+            stack = "".join(traceback.format_exception(exc)).rstrip("\n") or None
+        elif isinstance(exc, str):
+            description = exc or "Error"
+        else:
+            try:
+                description = json.dumps(exc)
+            except (TypeError, ValueError):
+                description = repr(exc)
+        props: JsonObject = {
+            "description": truncate(description, v.DESCRIPTION_LENGTH),
+            "fatal": fatal,
+        }
+        if stack is not None:
+            props["stack"] = truncate_start(stack, v.STACK_LENGTH)
+        self._enqueue(
+            where,
+            "exception",
+            props,
+            url=url,
+            referrer=referrer,
+            session_id=session_id,
+            user_agent=user_agent,
+            ip=ip,
+            timestamp=timestamp,
+            event_id=event_id,
+        )
+
+    # ----- GA4 recommended events (parameter names as GA4 spells them) ---------------------------
+    # Every helper takes ``extra`` (more custom parameters) and the context keywords of track().
+
+    def _ga4(
+        self,
+        where: str,
+        event: str,
+        named: Mapping[str, object],
+        extra: Mapping[str, PropertyValue] | None,
+        context: EventContext,
+        required: Sequence[str] = (),
+        money: bool = False,
+    ) -> None:
+        props = _ga4_params(where, named, extra, required, money)
+        self._enqueue(where, event, props, **context)
+
+    def login(
+        self,
+        method: str | None = None,
+        *,
+        extra: Mapping[str, PropertyValue] | None = None,
+        **context: Unpack[EventContext],
+    ) -> None:
+        """GA4 ``login``."""
+        self._ga4("login", "login", {"method": method}, extra, _context("login", context))
+
+    def sign_up(
+        self,
+        method: str | None = None,
+        *,
+        extra: Mapping[str, PropertyValue] | None = None,
+        **context: Unpack[EventContext],
+    ) -> None:
+        """GA4 ``sign_up``."""
+        self._ga4("sign_up", "sign_up", {"method": method}, extra, _context("sign_up", context))
+
+    def search(
+        self,
+        search_term: str,
+        *,
+        extra: Mapping[str, PropertyValue] | None = None,
+        **context: Unpack[EventContext],
+    ) -> None:
+        """GA4 ``search``."""
+        self._ga4(
+            "search",
+            "search",
+            {"search_term": search_term},
+            extra,
+            _context("search", context),
+            required=("search_term",),
+        )
+
+    def _items_event(
+        self,
+        where: str,
+        event: str,
+        items: Sequence[Item],
+        named: Mapping[str, object],
+        extra: Mapping[str, PropertyValue] | None,
+        context: EventContext,
+        money: bool,
+    ) -> None:
+        self._ga4(
+            where,
+            event,
+            {**named, "items": items},
+            extra,
+            _context(where, context),
+            required=("items",),
+            money=money,
+        )
+
+    def view_item(
+        self,
+        items: Sequence[Item],
+        *,
+        currency: str | None = None,
+        value: float | Decimal | None = None,
+        extra: Mapping[str, PropertyValue] | None = None,
+        **context: Unpack[EventContext],
+    ) -> None:
+        """GA4 ``view_item`` (``currency`` is required with ``value``)."""
+        named = {"currency": currency, "value": value}
+        self._items_event("view_item", "view_item", items, named, extra, context, True)
+
+    def view_item_list(
+        self,
+        items: Sequence[Item],
+        *,
+        item_list_id: str | None = None,
+        item_list_name: str | None = None,
+        extra: Mapping[str, PropertyValue] | None = None,
+        **context: Unpack[EventContext],
+    ) -> None:
+        """GA4 ``view_item_list``."""
+        named = {"item_list_id": item_list_id, "item_list_name": item_list_name}
+        self._items_event("view_item_list", "view_item_list", items, named, extra, context, False)
+
+    def select_item(
+        self,
+        items: Sequence[Item],
+        *,
+        item_list_id: str | None = None,
+        item_list_name: str | None = None,
+        extra: Mapping[str, PropertyValue] | None = None,
+        **context: Unpack[EventContext],
+    ) -> None:
+        """GA4 ``select_item``."""
+        named = {"item_list_id": item_list_id, "item_list_name": item_list_name}
+        self._items_event("select_item", "select_item", items, named, extra, context, False)
+
+    def add_to_cart(
+        self,
+        items: Sequence[Item],
+        *,
+        currency: str | None = None,
+        value: float | Decimal | None = None,
+        extra: Mapping[str, PropertyValue] | None = None,
+        **context: Unpack[EventContext],
+    ) -> None:
+        """GA4 ``add_to_cart`` (``currency`` is required with ``value``)."""
+        named = {"currency": currency, "value": value}
+        self._items_event("add_to_cart", "add_to_cart", items, named, extra, context, True)
+
+    def remove_from_cart(
+        self,
+        items: Sequence[Item],
+        *,
+        currency: str | None = None,
+        value: float | Decimal | None = None,
+        extra: Mapping[str, PropertyValue] | None = None,
+        **context: Unpack[EventContext],
+    ) -> None:
+        """GA4 ``remove_from_cart`` (``currency`` is required with ``value``)."""
+        named = {"currency": currency, "value": value}
+        self._items_event(
+            "remove_from_cart", "remove_from_cart", items, named, extra, context, True
+        )
+
+    def add_to_wishlist(
+        self,
+        items: Sequence[Item],
+        *,
+        currency: str | None = None,
+        value: float | Decimal | None = None,
+        extra: Mapping[str, PropertyValue] | None = None,
+        **context: Unpack[EventContext],
+    ) -> None:
+        """GA4 ``add_to_wishlist`` (``currency`` is required with ``value``)."""
+        named = {"currency": currency, "value": value}
+        self._items_event("add_to_wishlist", "add_to_wishlist", items, named, extra, context, True)
+
+    def begin_checkout(
+        self,
+        items: Sequence[Item],
+        *,
+        currency: str | None = None,
+        value: float | Decimal | None = None,
+        coupon: str | None = None,
+        extra: Mapping[str, PropertyValue] | None = None,
+        **context: Unpack[EventContext],
+    ) -> None:
+        """GA4 ``begin_checkout`` (``currency`` is required with ``value``)."""
+        named = {"currency": currency, "value": value, "coupon": coupon}
+        self._items_event("begin_checkout", "begin_checkout", items, named, extra, context, True)
+
+    def add_shipping_info(
+        self,
+        items: Sequence[Item],
+        *,
+        currency: str | None = None,
+        value: float | Decimal | None = None,
+        coupon: str | None = None,
+        shipping_tier: str | None = None,
+        extra: Mapping[str, PropertyValue] | None = None,
+        **context: Unpack[EventContext],
+    ) -> None:
+        """GA4 ``add_shipping_info`` (``currency`` is required with ``value``)."""
+        named = {
+            "currency": currency,
+            "value": value,
+            "coupon": coupon,
+            "shipping_tier": shipping_tier,
+        }
+        self._items_event(
+            "add_shipping_info", "add_shipping_info", items, named, extra, context, True
+        )
+
+    def add_payment_info(
+        self,
+        items: Sequence[Item],
+        *,
+        currency: str | None = None,
+        value: float | Decimal | None = None,
+        coupon: str | None = None,
+        payment_type: str | None = None,
+        extra: Mapping[str, PropertyValue] | None = None,
+        **context: Unpack[EventContext],
+    ) -> None:
+        """GA4 ``add_payment_info`` (``currency`` is required with ``value``)."""
+        named = {
+            "currency": currency,
+            "value": value,
+            "coupon": coupon,
+            "payment_type": payment_type,
+        }
+        self._items_event(
+            "add_payment_info", "add_payment_info", items, named, extra, context, True
+        )
+
+    def refund(
+        self,
+        transaction_id: str,
+        *,
+        currency: str | None = None,
+        value: float | Decimal | None = None,
+        coupon: str | None = None,
+        shipping: float | Decimal | None = None,
+        tax: float | Decimal | None = None,
+        affiliation: str | None = None,
+        items: Sequence[Item] | None = None,
+        extra: Mapping[str, PropertyValue] | None = None,
+        **context: Unpack[EventContext],
+    ) -> None:
+        """GA4 ``refund`` (``currency`` is required with ``value``; ``items`` for a partial
+        refund)."""
+        named = {
+            "transaction_id": transaction_id,
+            "currency": currency,
+            "value": value,
+            "coupon": coupon,
+            "shipping": shipping,
+            "tax": tax,
+            "affiliation": affiliation,
+            "items": items,
+        }
+        self._ga4(
+            "refund",
+            "refund",
+            named,
+            extra,
+            _context("refund", context),
+            required=("transaction_id",),
+            money=True,
+        )
+
+    def share(
+        self,
+        *,
+        method: str | None = None,
+        content_type: str | None = None,
+        item_id: str | None = None,
+        extra: Mapping[str, PropertyValue] | None = None,
+        **context: Unpack[EventContext],
+    ) -> None:
+        """GA4 ``share``."""
+        named = {"method": method, "content_type": content_type, "item_id": item_id}
+        self._ga4("share", "share", named, extra, _context("share", context))
+
+    def generate_lead(
+        self,
+        *,
+        currency: str | None = None,
+        value: float | Decimal | None = None,
+        lead_source: str | None = None,
+        extra: Mapping[str, PropertyValue] | None = None,
+        **context: Unpack[EventContext],
+    ) -> None:
+        """GA4 ``generate_lead`` (``currency`` is required with ``value``)."""
+        named = {"currency": currency, "value": value, "lead_source": lead_source}
+        self._ga4(
+            "generate_lead",
+            "generate_lead",
+            named,
+            extra,
+            _context("generate_lead", context),
+            money=True,
+        )
+
+    def select_content(
+        self,
+        *,
+        content_type: str | None = None,
+        content_id: str | None = None,
+        extra: Mapping[str, PropertyValue] | None = None,
+        **context: Unpack[EventContext],
+    ) -> None:
+        """GA4 ``select_content``."""
+        named = {"content_type": content_type, "content_id": content_id}
+        self._ga4(
+            "select_content", "select_content", named, extra, _context("select_content", context)
+        )
+
+    def view_promotion(
+        self,
+        *,
+        creative_name: str | None = None,
+        creative_slot: str | None = None,
+        promotion_id: str | None = None,
+        promotion_name: str | None = None,
+        items: Sequence[Item] | None = None,
+        extra: Mapping[str, PropertyValue] | None = None,
+        **context: Unpack[EventContext],
+    ) -> None:
+        """GA4 ``view_promotion``."""
+        named = {
+            "creative_name": creative_name,
+            "creative_slot": creative_slot,
+            "promotion_id": promotion_id,
+            "promotion_name": promotion_name,
+            "items": items,
+        }
+        self._ga4(
+            "view_promotion", "view_promotion", named, extra, _context("view_promotion", context)
+        )
+
+    def tutorial_begin(
+        self, *, extra: Mapping[str, PropertyValue] | None = None, **context: Unpack[EventContext]
+    ) -> None:
+        """GA4 ``tutorial_begin``."""
+        self._ga4(
+            "tutorial_begin", "tutorial_begin", {}, extra, _context("tutorial_begin", context)
+        )
+
+    def tutorial_complete(
+        self, *, extra: Mapping[str, PropertyValue] | None = None, **context: Unpack[EventContext]
+    ) -> None:
+        """GA4 ``tutorial_complete``."""
+        self._ga4(
+            "tutorial_complete",
+            "tutorial_complete",
+            {},
+            extra,
+            _context("tutorial_complete", context),
+        )
+
+    def level_up(
+        self,
+        *,
+        level: int | None = None,
+        character: str | None = None,
+        extra: Mapping[str, PropertyValue] | None = None,
+        **context: Unpack[EventContext],
+    ) -> None:
+        """GA4 ``level_up``."""
+        named = {"level": level, "character": character}
+        self._ga4("level_up", "level_up", named, extra, _context("level_up", context))
+
+    def post_score(
+        self,
+        score: float,
+        *,
+        level: int | None = None,
+        character: str | None = None,
+        extra: Mapping[str, PropertyValue] | None = None,
+        **context: Unpack[EventContext],
+    ) -> None:
+        """GA4 ``post_score``."""
+        named = {"score": score, "level": level, "character": character}
+        self._ga4(
+            "post_score",
+            "post_score",
+            named,
+            extra,
+            _context("post_score", context),
+            required=("score",),
+        )
+
+    def earn_virtual_currency(
+        self,
+        *,
+        virtual_currency_name: str | None = None,
+        value: float | None = None,
+        extra: Mapping[str, PropertyValue] | None = None,
+        **context: Unpack[EventContext],
+    ) -> None:
+        """GA4 ``earn_virtual_currency``."""
+        named = {"virtual_currency_name": virtual_currency_name, "value": value}
+        self._ga4(
+            "earn_virtual_currency",
+            "earn_virtual_currency",
+            named,
+            extra,
+            _context("earn_virtual_currency", context),
+        )
+
+    def spend_virtual_currency(
+        self,
+        value: float,
+        virtual_currency_name: str,
+        *,
+        item_name: str | None = None,
+        extra: Mapping[str, PropertyValue] | None = None,
+        **context: Unpack[EventContext],
+    ) -> None:
+        """GA4 ``spend_virtual_currency``."""
+        named = {
+            "value": value,
+            "virtual_currency_name": virtual_currency_name,
+            "item_name": item_name,
+        }
+        self._ga4(
+            "spend_virtual_currency",
+            "spend_virtual_currency",
+            named,
+            extra,
+            _context("spend_virtual_currency", context),
+            required=("value", "virtual_currency_name"),
+        )
+
+    def unlock_achievement(
+        self,
+        achievement_id: str,
+        *,
+        extra: Mapping[str, PropertyValue] | None = None,
+        **context: Unpack[EventContext],
+    ) -> None:
+        """GA4 ``unlock_achievement``."""
+        self._ga4(
+            "unlock_achievement",
+            "unlock_achievement",
+            {"achievement_id": achievement_id},
+            extra,
+            _context("unlock_achievement", context),
+            required=("achievement_id",),
+        )
+
+    def join_group(
+        self,
+        group_id: str | None = None,
+        *,
+        extra: Mapping[str, PropertyValue] | None = None,
+        **context: Unpack[EventContext],
+    ) -> None:
+        """GA4 ``join_group``."""
+        self._ga4(
+            "join_group",
+            "join_group",
+            {"group_id": group_id},
+            extra,
+            _context("join_group", context),
+        )
+
+
+_CONTEXT_KEYS: Final = frozenset(EventContext.__annotations__)
+
+#: Every GA4 helper: Python method -> GA4 event name.
+GA4_HELPERS: Final[Mapping[str, str]] = {
+    "login": "login",
+    "sign_up": "sign_up",
+    "search": "search",
+    "view_item": "view_item",
+    "view_item_list": "view_item_list",
+    "select_item": "select_item",
+    "add_to_cart": "add_to_cart",
+    "remove_from_cart": "remove_from_cart",
+    "add_to_wishlist": "add_to_wishlist",
+    "begin_checkout": "begin_checkout",
+    "add_shipping_info": "add_shipping_info",
+    "add_payment_info": "add_payment_info",
+    "refund": "refund",
+    "share": "share",
+    "generate_lead": "generate_lead",
+    "select_content": "select_content",
+    "view_promotion": "view_promotion",
+    "tutorial_begin": "tutorial_begin",
+    "tutorial_complete": "tutorial_complete",
+    "level_up": "level_up",
+    "post_score": "post_score",
+    "earn_virtual_currency": "earn_virtual_currency",
+    "spend_virtual_currency": "spend_virtual_currency",
+    "unlock_achievement": "unlock_achievement",
+    "join_group": "join_group",
+}
+
+
+def _context(where: str, context: EventContext) -> EventContext:
+    """The context keywords of a GA4 helper; an unknown keyword is a TypeError, as in Python."""
+    for key in context:
+        if key not in _CONTEXT_KEYS:
+            v.type_error(
+                where,
+                f"unexpected keyword argument {key!r} (custom parameters go in extra=...; "
+                f"context keywords are {', '.join(sorted(_CONTEXT_KEYS))})",
+            )
+    return context
+
+
+__all__ = [
+    "GA4_HELPERS",
+    "ClientStats",
+    "EventContext",
+    "Item",
+    "Json",
+    "OnError",
+    "Properties",
+    "PropertyValue",
+    "Timestamp",
+]
