@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Final
 
-__all__ = ["DEFAULT_TRUSTED_PROXIES", "client_ip", "is_page_request"]
+__all__ = ["DEFAULT_TRUSTED_PROXIES", "client_ip", "is_page_request", "is_trusted"]
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -44,6 +44,17 @@ def _address(text: str) -> str | None:
         return str(ipaddress.ip_address(s))
     except ValueError:
         return None
+
+
+def is_trusted(
+    address: str | None, trusted_proxies: Sequence[str] = DEFAULT_TRUSTED_PROXIES
+) -> bool:
+    """Whether ``address`` is one of the trusted proxies (whose forwarded headers count)."""
+    addr = _address(address) if address else None
+    if addr is None:
+        return False
+    ip = ipaddress.ip_address(addr)
+    return any(ip in net for net in _networks(tuple(trusted_proxies)))
 
 
 def client_ip(
