@@ -58,6 +58,7 @@ BASE = {"api_key": "svc_live_k", "project_id": "svc_proj_test", "endpoint": ENDP
     [
         ({"api_key": ""}, ValueError, "api_key must be a non-empty string"),
         ({"api_key": None}, TypeError, "api_key must be a non-empty string, got None"),
+        ({"api_key": "svc_live_abc\n"}, ValueError, "api_key must be printable ASCII"),
         ({"project_id": "p" * 65}, ValueError, "project_id must be at most 64"),
         ({"endpoint": "analytics.example.com"}, ValueError, "endpoint must be a URL"),
         ({"endpoint": "ftp://x/analytics"}, ValueError, "endpoint must be a URL"),
@@ -315,11 +316,14 @@ def test_the_client_session_id_is_the_default() -> None:
     assert [e["sessionId"] for e in script.events] == ["cs", "own", "cs"]
 
 
-def test_an_event_too_large_for_one_request_raises(sent: Any) -> None:
+def test_items_the_service_would_refuse_as_too_large_raise(sent: Any) -> None:
     c, _ = sent
-    items = [{"item_id": f"sku{i}", **{f"p{k}": "x" * 120 for k in range(49)}} for i in range(200)]
-    with pytest.raises(ValueError, match="bytes once encoded; the limit is"):
+    items = [{"item_id": f"sku{i}", "name": "x" * 200} for i in range(150)]
+    with pytest.raises(ValueError, match="items must be at most 32768 characters once encoded"):
         c.track("e", {"items": items})
+    with pytest.raises(ValueError, match="at most 32768"):
+        c.purchase("T", 1, "EUR", items)
+    c.track("e", {"items": items[:100]})  # 21,000 characters: fine
 
 
 # ----- page_view, purchase, capture_exception -------------------------------------------------

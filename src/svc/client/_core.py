@@ -301,6 +301,12 @@ class BaseClient:
     ) -> None:
         where = "create_client"
         self._api_key = v.check_string(where, "api_key", api_key)
+        if not re.fullmatch(r"[\x21-\x7e]+", self._api_key):
+            v.value_error(
+                where,
+                "api_key must be printable ASCII without spaces "
+                "(a stray newline from an env file?)",
+            )
         self._project_id = v.check_string(where, "project_id", project_id, v.PROJECT_ID_LENGTH)
         self._endpoint = v.check_string(where, "endpoint", endpoint)
         try:
@@ -440,7 +446,9 @@ class BaseClient:
 
     # ----- delivery ---------------------------------------------------------------------------
 
-    def _accepted(self, batch: list[_Queued], body: object) -> None:
+    @staticmethod
+    def _rejected_of(batch: list[_Queued], body: object) -> tuple[RejectedEvent, ...]:
+        """The ``rejected`` list of an answer, by event."""
         rejected: list[RejectedEvent] = []
         entries = body.get("rejected") if isinstance(body, dict) else None
         for r in entries if isinstance(entries, list) else ():
@@ -456,6 +464,10 @@ class BaseClient:
             rejected.append(
                 RejectedEvent(q.id, q.name, code or "invalid_request", message or "", field)
             )
+        return tuple(rejected)
+
+    def _accepted(self, batch: list[_Queued], body: object) -> None:
+        rejected = self._rejected_of(batch, body)
         with self._lock:
             self._sent += len(batch) - len(rejected)
         if rejected:
@@ -468,7 +480,7 @@ class BaseClient:
                     f'"{first.event}" ({first.code}: {first.message})',
                     status=200,
                     count=len(rejected),
-                    rejected=tuple(rejected),
+                    rejected=rejected,
                 ),
             )
 
@@ -509,12 +521,15 @@ class BaseClient:
             if err is None:
                 code, message, _ = _error_info(r.body)
                 code = code or f"http_{r.status}"
+                # A batch none of whose events was valid is answered with the first one's
+                # error, and lists every event's error in `rejected`.
                 err = SvcError(
                     code,
                     f"svc: {n} event(s) not sent: HTTP {r.status} {code}"
                     + (f": {message}" if message else ""),
                     status=r.status,
                     count=n,
+                    rejected=self._rejected_of(batch, r.body),
                 )
             retryable = r.status == 0 or r.status == 429 or r.status >= 500
             if self._aborted:
@@ -525,7 +540,12 @@ class BaseClient:
             if not retryable:
                 if err.count != n:
                     err = SvcError(
-                        err.code, err.message, status=err.status, count=n, cause=err.cause
+                        err.code,
+                        err.message,
+                        status=err.status,
+                        count=n,
+                        rejected=err.rejected,
+                        cause=err.cause,
                     )
                 self._give_up(n, err)
                 return

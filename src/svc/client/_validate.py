@@ -14,7 +14,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Final, NoReturn
 
-from svc.client._json import Json, JsonObject, u16len
+from svc.client._json import Json, JsonObject, dumps, u16len
 
 NAME_LENGTH: Final = 200
 URL_LENGTH: Final = 2048
@@ -26,6 +26,8 @@ PROPERTY_KEYS: Final = 50
 PROPERTY_KEY_LENGTH: Final = 200
 PROPERTY_VALUE_LENGTH: Final = 2048
 ITEMS: Final = 200
+#: The service refuses an ``items`` list longer than this once encoded.
+ITEMS_JSON_LENGTH: Final = 32_768
 DESCRIPTION_LENGTH: Final = 1000
 STACK_LENGTH: Final = 2048
 
@@ -178,6 +180,10 @@ def check_items(where: str, items: object, strict: bool) -> list[Json]:
             if not (isinstance(ident, str) and ident) and not (isinstance(name, str) and name):
                 value_error(where, f"{at} needs an item_id or an item_name (a non-empty string)")
         out.append(fields)
+    if (size := u16len(dumps(out))) > ITEMS_JSON_LENGTH:
+        value_error(
+            where, f"items must be at most {ITEMS_JSON_LENGTH} characters once encoded, got {size}"
+        )
     return out
 
 
