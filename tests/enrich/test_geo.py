@@ -96,3 +96,28 @@ def test_lazy_load_on_first_lookup() -> None:
 )
 def test_country_from_headers(headers: dict[str, str], country: str) -> None:
     assert country_from_headers(headers) == country
+
+
+def test_fast_path_agrees_with_public_lookup(geo: GeoLookup) -> None:
+    """The country-only fast path gives what geoip2fast's public lookup() gives."""
+    import ipaddress
+    import random
+
+    from svc.ingestion.enrich import geo as geo_module
+
+    database = geo_module._load(None)
+    assert geo_module._fast_country
+    rng = random.Random(7)
+    addresses = [
+        f"{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(0, 255)}"
+        for _ in range(20_000)
+    ] + [
+        str(ipaddress.IPv6Address((1 << 125) | rng.getrandbits(125)))  # in 2000::/3
+        for _ in range(5_000)
+    ]
+    for address in addresses:
+        found = database.lookup(address)
+        code = found.country_code
+        country = not found.is_private and code.isalpha() and len(code) == 2
+        public = code if country and code not in geo_module._NOT_COUNTRIES else ""
+        assert geo_module._country_fast(database, address) == public, address

@@ -5,7 +5,8 @@ Contract:
 - :meth:`GeoLookup.lookup` returns a :class:`Geo` for any string and never raises. ``country``
   is an ISO 3166-1 alpha-2 code in upper case; every field is ``''`` when unknown. Invalid,
   private, loopback, link-local, shared (100.64/10), reserved and unlisted addresses give
-  ``Geo('', '', '')``. IPv4-mapped IPv6 addresses (``::ffff:8.8.8.8``, what a dual-stack
+  ``Geo('', '', '')``, and so do the non-country codes the data has for a few networks
+  (``EU``, ``AP``). IPv4-mapped IPv6 addresses (``::ffff:8.8.8.8``, what a dual-stack
   socket reports) are looked up as the IPv4 address; ``[...]`` brackets and ``%zone`` suffixes
   are dropped. The address is only used for the lookup: nothing is stored but the LRU cache
   in memory.
@@ -14,9 +15,10 @@ Contract:
   IPv6 (``geoip2fast-ipv6.dat.gz``, used here) and country+ASN variants; its city files are
   a separate download, so ``region`` and ``city`` stay ``''``. Should a city file ever be
   installed beside the package (or given as ``data_file``), it is preferred and fills them.
-  Loading takes ~0.3 s and ~60 MiB, once per process, on the first lookup or on
+  Loading takes ~0.2 s and ~57 MiB, once per process, on the first lookup or on
   :meth:`GeoLookup.load`. geoip2fast keeps its data in module globals, so one data file
-  serves the whole process and every :class:`GeoLookup`.
+  serves the whole process and every :class:`GeoLookup`. With country-only data the lookup
+  calls geoip2fast's index search directly (:func:`_country_fast`, ~4 µs instead of ~8 µs).
 - :func:`country_from_headers` reads the country that a trusted edge already resolved:
   ``cf-ipcountry`` (Cloudflare), ``x-vercel-ip-country`` (Vercel), ``cloudfront-viewer-country``
   (CloudFront), in that order; ``XX``, ``ZZ``, ``T1`` (Tor) and other non-country codes are
@@ -64,6 +66,7 @@ EMPTY: Final = Geo("", "", "")
 _load_lock = threading.Lock()
 _database: Any = None  # the process-wide geoip2fast.GeoIP2Fast
 _has_city = False  # whether its data has regions and cities
+_fast_country = False  # whether _country_fast can be used (country-only data, known internals)
 
 
 def _default_data_file() -> str:
@@ -78,7 +81,7 @@ def _default_data_file() -> str:
 
 
 def _load(data_file: str | None) -> Any:
-    global _database, _has_city
+    global _database, _has_city, _fast_country
     if _database is None:
         with _load_lock:
             if _database is None:
@@ -86,6 +89,14 @@ def _load(data_file: str | None) -> Any:
 
                 database = GeoIP2Fast(geoip2fast_data_file=data_file or _default_data_file())
                 _has_city = bool(database.city)
+                _fast_country = (
+                    bool(database.country)
+                    and not _has_city
+                    and all(
+                        hasattr(database, name)
+                        for name in ("_ip2int", "_main_index_lookup", "_country_lookup")
+                    )
+                )
                 _database = database
     return _database
 
@@ -136,15 +147,14 @@ class GeoLookup:
         if address is None:
             return EMPTY
         try:
-            found = _load(self._data_file).lookup(address)
-        except Exception:  # geoip2fast reports errors in the result, but be safe
+            database = _load(self._data_file)
+            if _fast_country:
+                return _country_only(_country_fast(database, address))
+            found = database.lookup(address)
+        except Exception:  # geoip2fast reports errors in its result, but be safe
             return EMPTY
-        country = found.country_code
-        if found.is_private or not isinstance(country, str) or not _COUNTRY_RE.fullmatch(country):
-            return EMPTY
-        if country in _NOT_COUNTRIES:
-            return EMPTY
-        if not _has_city:
+        country = "" if found.is_private else _country_code(str(found.country_code))
+        if not country or not _has_city:
             return _country_only(country)
         city = getattr(found, "city", None)  # a CityDetail
         return Geo(
@@ -154,10 +164,25 @@ class GeoLookup:
         )
 
 
+def _country_fast(database: Any, address: str) -> str:
+    """Country code by geoip2fast's own index search, without building its result object.
+
+    ``GeoIP2Fast.lookup`` spends half its time on things unused here (an elapsed-time string,
+    the network's CIDR text, an ASN search), so for country-only data this calls the three
+    steps it is made of; ``test_geo`` checks both agree on many addresses.
+    """
+    iplong = database._ip2int(address)
+    root, chunk, _first, last, _netlen = database._main_index_lookup(iplong)
+    if iplong > last:
+        return ""  # in a gap between listed networks
+    country, _name, is_private = database._country_lookup(root, chunk)
+    return "" if is_private else _country_code(country)
+
+
 @lru_cache(maxsize=512)
 def _country_only(country: str) -> Geo:
     """One shared :class:`Geo` per country (frozen, so sharing is safe and saves time)."""
-    return Geo(country, "", "")
+    return Geo(country, "", "") if country else EMPTY
 
 
 @lru_cache(maxsize=1_024)
