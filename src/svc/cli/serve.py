@@ -12,11 +12,13 @@ def run(settings: Settings) -> int:
     import uvicorn
 
     from svc.app import create_app
+    from svc.limits.middleware import with_limits
+    from svc.limits.timeouts import http_protocol
 
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    app = create_app(settings)
+    app = with_limits(create_app(settings))  # limits first (svc.limits)
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -26,7 +28,7 @@ def run(settings: Settings) -> int:
         server_header=False,
         date_header=True,
         loop="uvloop",
-        http="httptools",
+        http=http_protocol(settings),  # httptools with deadlines for slow clients
         lifespan="on",
         timeout_keep_alive=30,
         limit_concurrency=10_000,

@@ -74,7 +74,7 @@ async def _admin_project(request: Request, body: bytes) -> Project:
     if not project_id:
         try:
             doc = msgspec.json.decode(body)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):  # too deep: ingest answers 400
             doc = None
         if isinstance(doc, dict) and isinstance(doc.get("events"), list):
             doc = doc["events"]

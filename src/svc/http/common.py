@@ -22,7 +22,8 @@ CORS_HEADERS = {
     "Access-Control-Allow-Origin": "*",
     "Access-Control-Allow-Methods": "GET, POST, PATCH, DELETE, OPTIONS",
     "Access-Control-Allow-Headers": "Authorization, Content-Type",
-    "Access-Control-Expose-Headers": "Retry-After, X-Svc-Dropped",
+    "Access-Control-Expose-Headers": "Retry-After, X-Svc-Dropped, RateLimit-Limit, "
+    "RateLimit-Remaining, RateLimit-Reset, RateLimit-Policy, Svc-Quota-Warning",
     "Access-Control-Max-Age": "86400",
 }
 
@@ -92,7 +93,7 @@ async def json_body(request: Request, limit: int = 64 * 1024) -> dict[str, Any]:
         return {}
     try:
         doc = _decoder.decode(data)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, RecursionError) as exc:  # too deep: 400 (docs/limits.md)
         raise InvalidRequest(f"the body is not valid JSON: {exc}", field="body") from exc
     if not isinstance(doc, dict):
         raise InvalidRequest("the body must be a JSON object", field="body")
