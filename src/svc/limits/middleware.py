@@ -74,10 +74,23 @@ def credential_id(token: str) -> str:
     return hashlib.blake2b(token.encode(), digest_size=12).hexdigest()
 
 
+def with_limits(app: Any) -> LimitsMiddleware:
+    """``app`` behind the limits: the Starlette application of :func:`svc.app.create_app`, or
+    a wrapper of it (with ``.app``) such as the POST /analytics fast path, which the limits must
+    come before."""
+    inner = app
+    while not hasattr(inner, "state") and hasattr(inner, "app"):
+        inner = inner.app
+    return LimitsMiddleware(app, inner.state.limits, inner.state)
+
+
 class LimitsMiddleware:
-    def __init__(self, app: ASGIApp, limits: Limits) -> None:
+    """ASGI middleware (outermost: ahead of every handler and of the ingestion fast path)."""
+
+    def __init__(self, app: ASGIApp, limits: Limits, state: Any) -> None:
         self.app = app
         self.limits = limits
+        self.state = state  # the Starlette app's state: runtime, proxies
         buckets = limits.buckets
         self.ingest_ip = buckets.get(INGEST_IP)
         self.ingest_project = buckets.get(INGEST_PROJECT)
@@ -96,7 +109,7 @@ class LimitsMiddleware:
             return  # the client went away (or was cut off for being slow): nobody to answer
 
     async def _limited(self, kind: int, scope: Scope, receive: Receive, send: Send) -> None:
-        state = scope["app"].state
+        state = self.state
         auth = state.runtime.auth
         if auth is None:  # not started yet
             await self.app(scope, receive, send)
@@ -234,6 +247,13 @@ def _query_param(query: bytes, name: str) -> str | None:
 def _known(auth: Any, token: str) -> Principal | None:
     """The principal of a credential verified recently (the key cache, or the admin token),
     without touching the metadata store; None when unknown or invalid."""
+    resolve_cached = getattr(auth, "resolve_cached", None)
+    if resolve_cached is not None:
+        try:
+            known: Principal | None = resolve_cached(token)
+        except ApiError:
+            return None
+        return known
     principal: Principal | None = auth.cached(token)
     if principal is not None:
         return principal

@@ -17,6 +17,8 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from svc.settings import Settings
+
 log = logging.getLogger(__name__)
 
 COUNTS: Counter[str] = Counter()
@@ -114,4 +116,11 @@ def slow_client_protocol(header_timeout: float, body_timeout: float) -> type[Htt
         "SlowClientProtocol",
         (SlowClientProtocol,),
         {"header_timeout": float(header_timeout), "body_timeout": float(body_timeout)},
+    )
+
+
+def http_protocol(settings: Settings) -> type[HttpToolsProtocol]:
+    """The protocol class of ``svcm serve``, with the settings' client deadlines."""
+    return slow_client_protocol(
+        settings.client_header_timeout_seconds, settings.client_body_timeout_seconds
     )
