@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -205,7 +206,7 @@ async def test_async_batches_by_size_and_by_interval(server: Server, project, en
     start = time.monotonic()
     while c.stats().sent < 25:
         assert time.monotonic() - start < 5, c.stats()
-        await __import__("asyncio").sleep(0.01)
+        await asyncio.sleep(0.01)
     assert time.monotonic() - start >= 0.15
     await c.aclose()
     assert errors == []

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -263,7 +264,7 @@ def test_without_on_error_failures_are_logged(caplog: pytest.LogCaptureFixture) 
 
 
 def test_flush_with_a_timeout_returns_false_and_keeps_the_events() -> None:
-    gate = __import__("threading").Event()
+    gate = threading.Event()
 
     def slow(call: Any, i: int) -> httpx.Response:
         gate.wait(5)
@@ -288,7 +289,7 @@ def test_flush_with_nothing_queued_returns_at_once() -> None:
 
 
 def test_close_gives_up_after_its_timeout_when_the_service_hangs() -> None:
-    gate = __import__("threading").Event()
+    gate = threading.Event()
 
     def hang(call: Any, i: int) -> httpx.Response:
         gate.wait(3)

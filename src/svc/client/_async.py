@@ -110,6 +110,8 @@ class AsyncClient(BaseClient):
             self._draining = None
             self._timer = None
             self._wake = self._interrupt = None
+            self._waiters = []  # futures of the old loop: nobody awaits them any more
+            self._drop_scheduled = False
             if self._owns_http:
                 self._http = None  # its connections belong to the old loop
         self._loop = loop
