@@ -10,7 +10,8 @@ import { gzipSync } from "node:zlib";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const outArg = process.argv.indexOf("--out");
-const out = outArg > 0 ? resolve(process.argv[outArg + 1]) : join(here, "..", "src", "svc", "static", "dashboard");
+const out =
+  outArg > 0 ? resolve(process.argv[outArg + 1]) : join(here, "..", "src", "svc", "static", "dashboard");
 const BUDGET_GZIP = 150 * 1024;
 
 // The projected world map (build-time data from world-atlas).
@@ -56,7 +57,8 @@ for (const f of result.outputFiles) {
   files[name] = { bytes: f.contents.length, gzip: gz };
   totalRaw += f.contents.length;
   totalGzip += gz;
-  const meta = result.metafile.outputs[Object.keys(result.metafile.outputs).find((k) => basename(k) === name)];
+  const meta =
+    result.metafile.outputs[Object.keys(result.metafile.outputs).find((k) => basename(k) === name)];
   if (meta?.entryPoint?.endsWith("src/main.tsx") && name.endsWith(".js")) entry = name;
   if (name.endsWith(".css")) css.push(name);
 }
@@ -70,11 +72,17 @@ writeFileSync(join(out, "manifest.json"), JSON.stringify(manifest, null, 2) + "\
 
 if (process.argv.includes("--size")) {
   for (const [name, s] of Object.entries(files)) {
-    console.log(`${name.padEnd(28)} ${String(s.bytes).padStart(8)} B  ${String(s.gzip).padStart(7)} B gzipped`);
+    console.log(
+      `${name.padEnd(28)} ${String(s.bytes).padStart(8)} B  ${String(s.gzip).padStart(7)} B gzipped`,
+    );
   }
-  console.log(`${"total".padEnd(28)} ${String(totalRaw).padStart(8)} B  ${String(totalGzip).padStart(7)} B gzipped (budget ${BUDGET_GZIP})`);
+  console.log(
+    `${"total".padEnd(28)} ${String(totalRaw).padStart(8)} B  ${String(totalGzip).padStart(7)} B gzipped (budget ${BUDGET_GZIP})`,
+  );
 } else {
-  console.log(`dashboard: ${Object.keys(files).length} files, ${totalRaw} B, ${totalGzip} B gzipped -> ${out}`);
+  console.log(
+    `dashboard: ${Object.keys(files).length} files, ${totalRaw} B, ${totalGzip} B gzipped -> ${out}`,
+  );
 }
 if (totalGzip > BUDGET_GZIP) {
   console.error(`dashboard: ${totalGzip} B gzipped is over the ${BUDGET_GZIP} B budget`);

@@ -11,9 +11,7 @@ import { feature } from "topojson-client";
 
 const require = createRequire(import.meta.url);
 const countries = require("i18n-iso-countries");
-const topo = JSON.parse(
-  readFileSync(require.resolve("world-atlas/countries-110m.json"), "utf8"),
-);
+const topo = JSON.parse(readFileSync(require.resolve("world-atlas/countries-110m.json"), "utf8"));
 
 const WIDTH = 1000;
 const byName = { Kosovo: "XK", "N. Cyprus": "CY", Somaliland: "SO" };

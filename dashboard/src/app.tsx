@@ -21,6 +21,7 @@ import { DevicesPanel, EventsPanel, LocationsPanel, PagesPanel, SourcesPanel } f
 import { ErrorsPanel, FunnelPanel, GoalsPanel, RevenuePanel } from "./reports";
 import { Realtime } from "./realtime";
 import { ShareDialog } from "./share";
+import { Field } from "./ui";
 import { setView, useView, type Compare } from "./state";
 import { TopStats } from "./stats";
 import type { MetricsAnswer, Project } from "./types";
@@ -186,8 +187,7 @@ function SignIn(props: {
           {props.busy ? "Signing in…" : "Sign in"}
         </button>
         <p id="signin-help" class="help">
-          The key stays in this page (and this tab's session storage if you keep it): no cookie is
-          set.
+          The key stays in this page (and this tab's session storage if you keep it): no cookie is set.
         </p>
       </form>
     </main>
@@ -301,18 +301,29 @@ function Dashboard(props: { session: Session; onSignOut: (() => void) | null }):
       <div class="controls" role="region" aria-label="Date range and filters">
         <div class="controls-inner">
           <DateControl today={today} />
-          <label class="field">
-            <span>Compare</span>
-            <select
-              value={view.compare}
-              onChange={(e) => setView({ compare: (e.target as HTMLSelectElement).value as Compare })}
-            >
-              <option value="off">No comparison</option>
-              <option value="previous_period">Previous period</option>
-              <option value="previous_year">Previous year</option>
-            </select>
-          </label>
-          <span class="tz" title="Days and hours are counted in the project's time zone">
+          <Field label="Compare">
+            {(id) => (
+              <>
+                <select
+                  id={id}
+                  value={view.compare}
+                  onChange={(e) => setView({ compare: (e.target as HTMLSelectElement).value as Compare })}
+                >
+                  <option value="off">No comparison</option>
+                  <option value="previous_period">Previous period</option>
+                  <option value="previous_year">Previous year</option>
+                </select>
+              </>
+            )}
+          </Field>
+          <span
+            class="tz"
+            title="Days and hours are counted in the project's time zone"
+            data-testid="range"
+            data-from={range.from}
+            data-to={range.to}
+            data-tz={tz}
+          >
             {rangeLabel(range)} · {tz}
           </span>
         </div>
@@ -338,9 +349,7 @@ function Dashboard(props: { session: Session; onSignOut: (() => void) | null }):
           <ErrorsPanel />
         </div>
       </main>
-      <footer class="foot">
-        svc · cookie-free analytics · times in {tz}
-      </footer>
+      <footer class="foot">svc · cookie-free analytics · times in {tz}</footer>
       {sharing && <ShareDialog onClose={() => setSharing(false)} />}
     </Query.Provider>
   );
@@ -357,19 +366,23 @@ function ProjectPicker(props: { projects: Project[]; project: Project; readOnly:
   return (
     <>
       <h1 class="sr-only">{props.project.name}</h1>
-      <label class="field project-pick">
-        <span class="sr-only">Project</span>
-        <select
-          value={props.project.id}
-          onChange={(e) => setView({ project: (e.target as HTMLSelectElement).value })}
-        >
-          {props.projects.map((p) => (
-            <option key={p.id} value={p.id}>
-              {p.name}
-            </option>
-          ))}
-        </select>
-      </label>
+      <Field class="project-pick" hideLabel label="Project">
+        {(id) => (
+          <>
+            <select
+              id={id}
+              value={props.project.id}
+              onChange={(e) => setView({ project: (e.target as HTMLSelectElement).value })}
+            >
+              {props.projects.map((p) => (
+                <option key={p.id} value={p.id}>
+                  {p.name}
+                </option>
+              ))}
+            </select>
+          </>
+        )}
+      </Field>
     </>
   );
 }
@@ -392,36 +405,51 @@ function DateControl(props: { today: string }): JSX.Element {
   };
   return (
     <>
-      <label class="field">
-        <span>Date range</span>
-        <select value={view.period} onChange={(e) => choose((e.target as HTMLSelectElement).value as Period)}>
-          {PERIODS.map((p) => (
-            <option key={p.id} value={p.id}>
-              {p.label}
-            </option>
-          ))}
-        </select>
-      </label>
+      <Field label="Date range">
+        {(id) => (
+          <>
+            <select
+              id={id}
+              value={view.period}
+              onChange={(e) => choose((e.target as HTMLSelectElement).value as Period)}
+            >
+              {PERIODS.map((p) => (
+                <option key={p.id} value={p.id}>
+                  {p.label}
+                </option>
+              ))}
+            </select>
+          </>
+        )}
+      </Field>
       {view.period === "custom" && (
         <>
-          <label class="field">
-            <span>From</span>
-            <input
-              type="date"
-              value={r.from}
-              max={props.today}
-              onChange={(e) => setDay("from", (e.target as HTMLInputElement).value)}
-            />
-          </label>
-          <label class="field">
-            <span>To</span>
-            <input
-              type="date"
-              value={r.to}
-              max={props.today}
-              onChange={(e) => setDay("to", (e.target as HTMLInputElement).value)}
-            />
-          </label>
+          <Field label="From">
+            {(id) => (
+              <>
+                <input
+                  id={id}
+                  type="date"
+                  value={r.from}
+                  max={props.today}
+                  onChange={(e) => setDay("from", (e.target as HTMLInputElement).value)}
+                />
+              </>
+            )}
+          </Field>
+          <Field label="To">
+            {(id) => (
+              <>
+                <input
+                  id={id}
+                  type="date"
+                  value={r.to}
+                  max={props.today}
+                  onChange={(e) => setDay("to", (e.target as HTMLInputElement).value)}
+                />
+              </>
+            )}
+          </Field>
         </>
       )}
     </>

@@ -10,7 +10,7 @@ import { duration, num, percentValue } from "./format";
 import { setView, type Metric } from "./state";
 import { STATS } from "./stats";
 import type { Point, TimeseriesAnswer } from "./types";
-import { Note, Skeleton } from "./ui";
+import { Note, Skeleton, Field } from "./ui";
 
 const INTERVAL_LABELS: Record<Interval, string> = {
   hour: "Hours",
@@ -71,7 +71,9 @@ export function Chart(): JSX.Element | null {
 
   const points = ts.data?.points ?? [];
   const prevPoints = cmp ? (prev.data?.points ?? []) : [];
-  const available = STATS.find((s) => s.key === view.metric && points[0] && valueOf(points[0], s.key) !== null);
+  const available = STATS.find(
+    (s) => s.key === view.metric && points[0] && valueOf(points[0], s.key) !== null,
+  );
   const metric: Metric = available ? view.metric : "visitors";
   const label = STATS.find((s) => s.key === metric)?.label ?? metric;
   const intervals = intervalsFor(range);
@@ -96,7 +98,8 @@ export function Chart(): JSX.Element | null {
       .map((v, i) => `${i ? "L" : "M"}${x(i).toFixed(1)} ${y(v).toFixed(1)}`)
       .join("");
   const main = line(values);
-  const area = n > 1 ? `${main}L${x(n - 1).toFixed(1)} ${pad.top + h}L${x(0).toFixed(1)} ${pad.top + h}Z` : "";
+  const area =
+    n > 1 ? `${main}L${x(n - 1).toFixed(1)} ${pad.top + h}L${x(0).toFixed(1)} ${pad.top + h}Z` : "";
   const every = Math.max(1, Math.ceil(n / Math.max(2, Math.floor(w / 84))));
 
   const pick = (clientX: number) => {
@@ -129,7 +132,9 @@ export function Chart(): JSX.Element | null {
     a === null
       ? ""
       : `${timeLabel(points[a]!.time, interval, multiDay)}: ${show(values[a]!, metric)} ${label.toLowerCase()}` +
-        (prevPoints[a] ? `; comparison ${timeLabel(prevPoints[a]!.time, interval, true)}: ${show(prevValues[a]!, metric)}` : "");
+        (prevPoints[a]
+          ? `; comparison ${timeLabel(prevPoints[a]!.time, interval, true)}: ${show(prevValues[a]!, metric)}`
+          : "");
   const total = values.reduce((s, v) => s + v, 0);
 
   return (
@@ -137,114 +142,123 @@ export function Chart(): JSX.Element | null {
       <div class="card-head">
         <h2 id="chart-title">
           {label}
-          {!available && view.metric !== "visitors" ? <small> (the chosen figure has no time series)</small> : null}
+          {!available && view.metric !== "visitors" ? (
+            <small> (the chosen figure has no time series)</small>
+          ) : null}
         </h2>
         {intervals.length > 1 && (
-          <label class="field inline">
-            <span>Interval</span>
-            <select
-              value={interval}
-              onChange={(e) => setView({ interval: (e.target as HTMLSelectElement).value as Interval })}
-            >
-              {intervals.map((i) => (
-                <option key={i} value={i}>
-                  {INTERVAL_LABELS[i]}
-                </option>
-              ))}
-            </select>
-          </label>
+          <Field class="inline" label="Interval">
+            {(id) => (
+              <>
+                <select
+                  id={id}
+                  value={interval}
+                  onChange={(e) => setView({ interval: (e.target as HTMLSelectElement).value as Interval })}
+                >
+                  {intervals.map((i) => (
+                    <option key={i} value={i}>
+                      {INTERVAL_LABELS[i]}
+                    </option>
+                  ))}
+                </select>
+              </>
+            )}
+          </Field>
         )}
       </div>
       <div ref={box}>
-      {ts.error ? (
-        <Note error={ts.error} />
-      ) : !ts.data ? (
-        <Skeleton rows={4} />
-      ) : (
-        <div
-          class="chart"
-          ref={wrap}
-          tabIndex={0}
-          role="group"
-          aria-label={`${label} over time, ${n} ${interval}s. Use the arrow keys to read each ${interval}.`}
-          aria-describedby="chart-readout"
-          onKeyDown={onKey}
-          onBlur={() => setActive(null)}
-          onPointerMove={(e) => pick(e.clientX)}
-          onPointerLeave={() => setActive(null)}
-        >
-          <svg
-            width={width}
-            height={height}
-            viewBox={`0 0 ${width} ${height}`}
-            aria-hidden="true"
-            class={ts.loading ? "loading" : ""}
+        {ts.error ? (
+          <Note error={ts.error} />
+        ) : !ts.data ? (
+          <Skeleton rows={4} />
+        ) : (
+          <div
+            class="chart"
+            ref={wrap}
+            tabIndex={0}
+            role="group"
+            aria-label={`${label} over time, ${n} ${interval}s. Use the arrow keys to read each ${interval}.`}
+            aria-describedby="chart-readout"
+            onKeyDown={onKey}
+            onBlur={() => setActive(null)}
+            onPointerMove={(e) => pick(e.clientX)}
+            onPointerLeave={() => setActive(null)}
           >
-            {ticks.map((t) => (
-              <g key={t}>
-                <line class="grid-line" x1={pad.left} x2={width - pad.right} y1={y(t)} y2={y(t)} />
-                <text class="axis" x={pad.left - 8} y={y(t) + 4} text-anchor="end">
-                  {show(t, metric)}
-                </text>
-              </g>
-            ))}
-            {points.map((p, i) =>
-              i % every === 0 ? (
-                <text
-                  key={p.time}
-                  class="axis"
-                  x={x(i)}
-                  y={height - 8}
-                  text-anchor={n > 1 && i === 0 ? "start" : n > 1 && i === n - 1 ? "end" : "middle"}
-                >
-                  {timeLabel(p.time, interval, false)}
-                </text>
-              ) : null,
-            )}
-            {prevPoints.length > 0 && <path class="line compare" d={line(prevValues)} />}
-            {area && <path class="area" d={area} />}
-            <path class="line" d={main} />
-            {n === 1 && <circle class="dot" cx={x(0)} cy={y(values[0]!)} r={4} />}
-            {a !== null && (
-              <g>
-                <line class="cursor" x1={x(a)} x2={x(a)} y1={pad.top} y2={pad.top + h} />
-                {prevPoints[a] && <circle class="dot compare" cx={x(a)} cy={y(prevValues[a]!)} r={4} />}
-                <circle class="dot" cx={x(a)} cy={y(values[a]!)} r={4.5} />
-              </g>
-            )}
-          </svg>
-          {a !== null && (
-            <div
-              class="tooltip"
-              style={{
-                left: `${Math.min(Math.max(x(a), 80), width - 80)}px`,
-              }}
+            <svg
+              width={width}
+              height={height}
+              viewBox={`0 0 ${width} ${height}`}
               aria-hidden="true"
+              class={ts.loading ? "loading" : ""}
             >
-              <div class="tt-time">{timeLabel(points[a]!.time, interval, multiDay)}</div>
-              <div class="tt-value">
-                <span class="swatch" /> {show(values[a]!, metric)} <span class="muted">{label.toLowerCase()}</span>
-              </div>
-              {prevPoints[a] && (
-                <div class="tt-value muted">
-                  <span class="swatch compare" /> {show(prevValues[a]!, metric)} ·{" "}
-                  {timeLabel(prevPoints[a]!.time, interval, true)}
-                </div>
+              {ticks.map((t) => (
+                <g key={t}>
+                  <line class="grid-line" x1={pad.left} x2={width - pad.right} y1={y(t)} y2={y(t)} />
+                  <text class="axis" x={pad.left - 8} y={y(t) + 4} text-anchor="end">
+                    {show(t, metric)}
+                  </text>
+                </g>
+              ))}
+              {points.map((p, i) =>
+                i % every === 0 ? (
+                  <text
+                    key={p.time}
+                    class="axis"
+                    x={x(i)}
+                    y={height - 8}
+                    text-anchor={n > 1 && i === 0 ? "start" : n > 1 && i === n - 1 ? "end" : "middle"}
+                  >
+                    {timeLabel(p.time, interval, false)}
+                  </text>
+                ) : null,
               )}
-            </div>
-          )}
-          <p id="chart-readout" class="sr-only" aria-live="polite">
-            {readout}
-          </p>
-        </div>
-      )}
+              {prevPoints.length > 0 && <path class="line compare" d={line(prevValues)} />}
+              {area && <path class="area" d={area} />}
+              <path class="line" d={main} />
+              {n === 1 && <circle class="dot" cx={x(0)} cy={y(values[0]!)} r={4} />}
+              {a !== null && (
+                <g>
+                  <line class="cursor" x1={x(a)} x2={x(a)} y1={pad.top} y2={pad.top + h} />
+                  {prevPoints[a] && <circle class="dot compare" cx={x(a)} cy={y(prevValues[a]!)} r={4} />}
+                  <circle class="dot" cx={x(a)} cy={y(values[a]!)} r={4.5} />
+                </g>
+              )}
+            </svg>
+            {a !== null && (
+              <div
+                class="tooltip"
+                style={{
+                  left: `${Math.min(Math.max(x(a), 80), width - 80)}px`,
+                }}
+                aria-hidden="true"
+              >
+                <div class="tt-time">{timeLabel(points[a]!.time, interval, multiDay)}</div>
+                <div class="tt-value">
+                  <span class="swatch" /> {show(values[a]!, metric)}{" "}
+                  <span class="muted">{label.toLowerCase()}</span>
+                </div>
+                {prevPoints[a] && (
+                  <div class="tt-value muted">
+                    <span class="swatch compare" /> {show(prevValues[a]!, metric)} ·{" "}
+                    {timeLabel(prevPoints[a]!.time, interval, true)}
+                  </div>
+                )}
+              </div>
+            )}
+            <p id="chart-readout" class="sr-only" aria-live="polite">
+              {readout}
+            </p>
+          </div>
+        )}
       </div>
       {ts.data && (
         <details class="chart-table">
           <summary>Show as a table</summary>
           <div class="table-wrap">
             <table>
-              <caption class="sr-only">{label} by {interval}</caption>
+              <caption class="sr-only">
+                {label} by {interval}
+              </caption>
               <thead>
                 <tr>
                   <th scope="col">Time</th>

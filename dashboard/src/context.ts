@@ -45,7 +45,13 @@ export function useData<T>(path: string | null, params: Params, extra = ""): Loa
   return useLoad<T>(api, tick, path, params, extra);
 }
 
-export function useLoad<T>(api: Api, tick: number, path: string | null, params: Params, extra = ""): Loaded<T> {
+export function useLoad<T>(
+  api: Api,
+  tick: number,
+  path: string | null,
+  params: Params,
+  extra = "",
+): Loaded<T> {
   const key = path ? `${api.url(path, params)}#${tick}#${extra}` : "";
   const [state, setState] = useState<Loaded<T>>({ data: null, error: null, loading: !!path });
   const latest = useRef("");

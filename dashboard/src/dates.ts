@@ -1,15 +1,7 @@
 // Calendar days as "YYYY-MM-DD" strings, in the project's time zone. Arithmetic is done on UTC
 // dates so that no local offset or daylight-saving change can shift a day.
 
-export type Period =
-  | "today"
-  | "yesterday"
-  | "7d"
-  | "30d"
-  | "month"
-  | "last_month"
-  | "year"
-  | "custom";
+export type Period = "today" | "yesterday" | "7d" | "30d" | "month" | "last_month" | "year" | "custom";
 
 export const PERIODS: { id: Period; label: string }[] = [
   { id: "today", label: "Today" },

@@ -3,19 +3,11 @@
 import type { JSX } from "preact";
 import { useState } from "preact/hooks";
 import { useData, useQuery } from "./context";
-import {
-  DIMENSIONS,
-  dimensionLabel,
-  OP_LABELS,
-  OPS,
-  parseFilter,
-  withFilter,
-  type Op,
-} from "./filters";
+import { DIMENSIONS, dimensionLabel, OP_LABELS, OPS, parseFilter, withFilter, type Op } from "./filters";
 import { countryName } from "./format";
 import { setView, useView } from "./state";
 import type { BreakdownAnswer } from "./types";
-import { Modal } from "./ui";
+import { Modal, Field } from "./ui";
 
 export function valueLabel(dim: string, value: string): string {
   if (dim === "country") return countryName(value);
@@ -37,7 +29,8 @@ export function FilterBar(): JSX.Element | null {
             return (
               <li key={s} class="chip">
                 <span>
-                  {dimensionLabel(f.dim)} <em>{OP_LABELS[f.op]}</em> <strong>{valueLabel(f.dim, f.value)}</strong>
+                  {dimensionLabel(f.dim)} <em>{OP_LABELS[f.op]}</em>{" "}
+                  <strong>{valueLabel(f.dim, f.value)}</strong>
                 </span>
                 <button type="button" aria-label={`Remove filter: ${text}`} onClick={() => remove(s)}>
                   ×
@@ -83,49 +76,67 @@ function AddFilter(props: { onClose: () => void }): JSX.Element {
   return (
     <Modal title="Add a filter" onClose={props.onClose}>
       <form class="stack" onSubmit={submit}>
-        <label class="field">
-          <span>Dimension</span>
-          <select value={dim} onChange={(e) => setDim((e.target as HTMLSelectElement).value)}>
-            {Object.entries(DIMENSIONS).map(([k, label]) => (
-              <option key={k} value={k}>
-                {label}
-              </option>
-            ))}
-            <option value="prop">Custom property…</option>
-          </select>
-        </label>
+        <Field label="Dimension">
+          {(id) => (
+            <>
+              <select id={id} value={dim} onChange={(e) => setDim((e.target as HTMLSelectElement).value)}>
+                {Object.entries(DIMENSIONS).map(([k, label]) => (
+                  <option key={k} value={k}>
+                    {label}
+                  </option>
+                ))}
+                <option value="prop">Custom property…</option>
+              </select>
+            </>
+          )}
+        </Field>
         {dim === "prop" && (
-          <label class="field">
-            <span>Property name</span>
-            <input value={prop} required onInput={(e) => setProp((e.target as HTMLInputElement).value)} />
-          </label>
+          <Field label="Property name">
+            {(id) => (
+              <>
+                <input
+                  id={id}
+                  value={prop}
+                  required
+                  onInput={(e) => setProp((e.target as HTMLInputElement).value)}
+                />
+              </>
+            )}
+          </Field>
         )}
-        <label class="field">
-          <span>Operator</span>
-          <select value={op} onChange={(e) => setOp((e.target as HTMLSelectElement).value as Op)}>
-            {OPS.map((o) => (
-              <option key={o} value={o}>
-                {OP_LABELS[o]}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label class="field">
-          <span>Value</span>
-          <input
-            value={value}
-            list="filter-values"
-            autocomplete="off"
-            onInput={(e) => setValue((e.target as HTMLInputElement).value)}
-          />
-          <datalist id="filter-values">
-            {(suggestions.data?.rows ?? []).map((r) => (
-              <option key={r.value} value={r.value}>
-                {valueLabel(dimension, r.value)}
-              </option>
-            ))}
-          </datalist>
-        </label>
+        <Field label="Operator">
+          {(id) => (
+            <>
+              <select id={id} value={op} onChange={(e) => setOp((e.target as HTMLSelectElement).value as Op)}>
+                {OPS.map((o) => (
+                  <option key={o} value={o}>
+                    {OP_LABELS[o]}
+                  </option>
+                ))}
+              </select>
+            </>
+          )}
+        </Field>
+        <Field label="Value">
+          {(id) => (
+            <>
+              <input
+                id={id}
+                value={value}
+                list="filter-values"
+                autocomplete="off"
+                onInput={(e) => setValue((e.target as HTMLInputElement).value)}
+              />
+              <datalist id="filter-values">
+                {(suggestions.data?.rows ?? []).map((r) => (
+                  <option key={r.value} value={r.value}>
+                    {valueLabel(dimension, r.value)}
+                  </option>
+                ))}
+              </datalist>
+            </>
+          )}
+        </Field>
         <div class="row-actions">
           <button type="button" onClick={props.onClose}>
             Cancel

@@ -2,7 +2,7 @@
 // and a dialog with every row, sortable and searchable.
 
 import type { ComponentType, JSX } from "preact";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useId, useState } from "preact/hooks";
 import type { Params } from "./api";
 import { useData, useQuery } from "./context";
 import { valueLabel } from "./filterbar";
@@ -11,7 +11,7 @@ import { duration, exactNum, flag, num } from "./format";
 import { PropertiesView } from "./reports";
 import { setView, useView } from "./state";
 import type { BreakdownAnswer, BreakdownRow } from "./types";
-import { Modal, Note, Skeleton, Tabs } from "./ui";
+import { Modal, Note, Skeleton, Tabs, Field } from "./ui";
 
 type Column = "visitors" | "events" | "pageviews" | "sessions";
 
@@ -93,13 +93,20 @@ function channelLabel(v: string): string {
   return CHANNELS[v] ?? words(v);
 }
 
-export function Panel(props: { id: string; title: string; tabs: TabDef[]; wide?: boolean }): JSX.Element | null {
+export function Panel(props: {
+  id: string;
+  title: string;
+  tabs: TabDef[];
+  wide?: boolean;
+}): JSX.Element | null {
   const view = useView();
   const { base, metrics } = useQuery();
   const tab = props.tabs.find((t) => t.id === view.tabs[props.id]) ?? props.tabs[0]!;
   const by = tab.by ?? null;
   const limit = 10 + (tab.drop?.length ?? 0);
-  const params: Params = by ? [...base, ["by", by], ["limit", String(limit)], ["order", `-${tab.metric ?? "visitors"}`]] : [];
+  const params: Params = by
+    ? [...base, ["by", by], ["limit", String(limit)], ["order", `-${tab.metric ?? "visitors"}`]]
+    : [];
   const data = useData<BreakdownAnswer>(by ? "/metrics/breakdown" : null, params);
   const [details, setDetails] = useState(false);
   const [hidden, setHidden] = useState(false);
@@ -125,7 +132,11 @@ export function Panel(props: { id: string; title: string; tabs: TabDef[]; wide?:
   const more = data.data ? data.data.totalRows - dropped > rows.length : false;
 
   return (
-    <section class={props.wide ? "card panel wide" : "card panel"} aria-labelledby={`${panelId}-title`} data-panel={props.id}>
+    <section
+      class={props.wide ? "card panel wide" : "card panel"}
+      aria-labelledby={`${panelId}-title`}
+      data-panel={props.id}
+    >
       <div class="card-head">
         <h2 id={`${panelId}-title`}>{props.title}</h2>
         {visible.length > 1 && (
@@ -140,16 +151,23 @@ export function Panel(props: { id: string; title: string; tabs: TabDef[]; wide?:
       </div>
       <div id={`${panelId}-body`} role={visible.length > 1 ? "tabpanel" : undefined} class="panel-body">
         {members.length > 1 && (
-          <label class="field inline sub-pick">
-            <span>Break down by</span>
-            <select value={tab.id} onChange={(e) => chooseTab((e.target as HTMLSelectElement).value)}>
-              {members.map((m) => (
-                <option key={m.id} value={m.id}>
-                  {m.label}
-                </option>
-              ))}
-            </select>
-          </label>
+          <Field class="inline sub-pick" label="Break down by">
+            {(id) => (
+              <>
+                <select
+                  id={id}
+                  value={tab.id}
+                  onChange={(e) => chooseTab((e.target as HTMLSelectElement).value)}
+                >
+                  {members.map((m) => (
+                    <option key={m.id} value={m.id}>
+                      {m.label}
+                    </option>
+                  ))}
+                </select>
+              </>
+            )}
+          </Field>
         )}
         {Custom ? (
           <Custom />
@@ -204,6 +222,7 @@ function RowList(props: {
   const view = useView();
   const max = Math.max(1, ...props.rows.map((r) => r[props.metric] ?? 0));
   const active = activeValue(view.filters, props.by);
+  const hint = useId();
   return (
     <div class={props.loading ? "rows loading" : "rows"}>
       <div class="rows-head" aria-hidden="true">
@@ -211,19 +230,20 @@ function RowList(props: {
         {props.extra && <span class="num">{METRIC_LABELS[props.extra]}</span>}
         <span class="num">{METRIC_LABELS[props.metric]}</span>
       </div>
+      <p id={hint} class="sr-only">
+        Choose a row to filter the whole page by this {dimensionLabel(props.by).toLowerCase()}.
+      </p>
       <ul class="plain" aria-label={props.column}>
         {props.rows.map((r) => {
           const n = r[props.metric] ?? 0;
           const label = props.render ? props.render(r.value) : valueLabel(props.by, r.value);
-          const text = typeof label === "string" ? label : valueLabel(props.by, r.value);
-          const share = props.total ? ` (${Math.round((r.visitors / props.total) * 100)}% of visitors)` : "";
           return (
             <li key={r.value}>
               <button
                 type="button"
                 class={active === r.value ? "row active" : "row"}
                 data-value={r.value}
-                aria-label={`${text}: ${exactNum(n)} ${METRIC_LABELS[props.metric]!.toLowerCase()}${share}. Filter the page by ${dimensionLabel(props.by).toLowerCase()} ${text}`}
+                aria-describedby={hint}
                 onClick={() =>
                   setView({ filters: withFilter(view.filters, { dim: props.by, op: "is", value: r.value }) })
                 }
@@ -234,9 +254,15 @@ function RowList(props: {
                     {label}
                   </span>
                 </span>
-                {props.extra && <span class="num">{num(r[props.extra] ?? 0)}</span>}
+                {props.extra && (
+                  <span class="num">
+                    {num(r[props.extra] ?? 0)}
+                    <span class="sr-only"> {METRIC_LABELS[props.extra]!.toLowerCase()}</span>
+                  </span>
+                )}
                 <span class="num" data-testid="row-num">
                   {num(n)}
+                  <span class="sr-only"> {METRIC_LABELS[props.metric]!.toLowerCase()}</span>
                 </span>
               </button>
             </li>
@@ -290,10 +316,18 @@ function Details(props: {
   };
   return (
     <Modal title={props.title} onClose={props.onClose} wide>
-      <label class="field">
-        <span>Search</span>
-        <input type="search" value={search} onInput={(e) => setSearch((e.target as HTMLInputElement).value)} />
-      </label>
+      <Field label="Search">
+        {(id) => (
+          <>
+            <input
+              id={id}
+              type="search"
+              value={search}
+              onInput={(e) => setSearch((e.target as HTMLInputElement).value)}
+            />
+          </>
+        )}
+      </Field>
       {data.error ? (
         <Note error={data.error} />
       ) : (
@@ -308,7 +342,9 @@ function Details(props: {
                     <th scope="col" class="num" key={c} aria-sort={sort}>
                       <button type="button" class="sort" onClick={() => sortBy(c)}>
                         {METRIC_LABELS[c]}
-                        <span aria-hidden="true">{sort === "descending" ? " ↓" : sort === "ascending" ? " ↑" : ""}</span>
+                        <span aria-hidden="true">
+                          {sort === "descending" ? " ↓" : sort === "ascending" ? " ↑" : ""}
+                        </span>
                       </button>
                     </th>
                   );
@@ -341,7 +377,9 @@ function Details(props: {
           Previous
         </button>
         <span role="status">
-          {total ? `${exactNum(offset + 1)}–${exactNum(Math.min(total, offset + PAGE))} of ${exactNum(total)}` : ""}
+          {total
+            ? `${exactNum(offset + 1)}–${exactNum(Math.min(total, offset + PAGE))} of ${exactNum(total)}`
+            : ""}
         </span>
         <button type="button" disabled={offset + PAGE >= total} onClick={() => setOffset(offset + PAGE)}>
           Next

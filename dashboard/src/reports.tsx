@@ -2,7 +2,7 @@
 // A report whose endpoint this server does not have (404) is not shown.
 
 import type { ComponentChildren, JSX } from "preact";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useId, useState } from "preact/hooks";
 import type { ApiError, Params } from "./api";
 import { useData, useQuery, type Loaded } from "./context";
 import { goalFilter, withFilter, type Filter } from "./filters";
@@ -17,7 +17,7 @@ import type {
   PropertyValuesAnswer,
   RevenueAnswer,
 } from "./types";
-import { Note, Skeleton } from "./ui";
+import { Note, Skeleton, Field } from "./ui";
 
 function rate(v: string | number): string {
   return typeof v === "string" ? v : pct(v);
@@ -40,7 +40,11 @@ function Report(props: {
   wide?: boolean;
 }): JSX.Element {
   return (
-    <section class={props.wide ? "card panel wide" : "card panel"} aria-labelledby={`report-${props.id}`} data-panel={props.id}>
+    <section
+      class={props.wide ? "card panel wide" : "card panel"}
+      aria-labelledby={`report-${props.id}`}
+      data-panel={props.id}
+    >
       <div class="card-head">
         <h2 id={`report-${props.id}`}>{props.title}</h2>
         {props.actions}
@@ -53,9 +57,10 @@ function Report(props: {
 /** Rows of (label, numbers) as filter buttons, with a bar for the first number. */
 function SimpleRows(props: {
   head: string[];
-  rows: { key: string; label: string; nums: string[]; bar: number; filter: Filter | null; aria: string }[];
+  rows: { key: string; label: string; nums: string[]; bar: number; filter: Filter | null }[];
 }): JSX.Element {
   const view = useView();
+  const hint = useId();
   const max = Math.max(1, ...props.rows.map((r) => r.bar));
   return (
     <div class="rows">
@@ -66,7 +71,10 @@ function SimpleRows(props: {
           </span>
         ))}
       </div>
-      <ul class="plain">
+      <p id={hint} class="sr-only">
+        Choose a row to filter the whole page by it.
+      </p>
+      <ul class="plain" aria-label={props.head[0]}>
         {props.rows.map((r) => (
           <li key={r.key}>
             <button
@@ -74,7 +82,7 @@ function SimpleRows(props: {
               class="row"
               data-value={r.key}
               disabled={!r.filter}
-              aria-label={r.aria}
+              aria-describedby={r.filter ? hint : undefined}
               onClick={() => r.filter && setView({ filters: withFilter(view.filters, r.filter) })}
             >
               <span class="cell">
@@ -84,8 +92,9 @@ function SimpleRows(props: {
                 </span>
               </span>
               {r.nums.map((n, i) => (
-                <span key={i} class="num">
+                <span key={i} class="num" data-testid={i === 0 ? "row-num" : undefined}>
                   {n}
+                  <span class="sr-only"> {props.head[i + 1]?.toLowerCase()}</span>
                 </span>
               ))}
             </button>
@@ -96,7 +105,12 @@ function SimpleRows(props: {
   );
 }
 
-function Body<T>(props: { data: Loaded<T>; empty: (d: T) => boolean; emptyText?: ComponentChildren; children: (d: T) => JSX.Element }): JSX.Element {
+function Body<T>(props: {
+  data: Loaded<T>;
+  empty: (d: T) => boolean;
+  emptyText?: ComponentChildren;
+  children: (d: T) => JSX.Element;
+}): JSX.Element {
   const { data } = props;
   if (data.error) return <Note error={data.error} />;
   if (!data.data) return <Skeleton />;
@@ -114,22 +128,33 @@ export function PropertiesView(): JSX.Element {
   const key = view.prop && list.some((k) => k.key === view.prop) ? view.prop : (list[0]?.key ?? "");
   const values = useData<PropertyValuesAnswer>(key ? "/metrics/properties" : null, [...base, ["key", key]]);
   if (keys.error) {
-    return keys.error.missing ? <Note>This server does not break down custom properties.</Note> : <Note error={keys.error} />;
+    return keys.error.missing ? (
+      <Note>This server does not break down custom properties.</Note>
+    ) : (
+      <Note error={keys.error} />
+    );
   }
   if (!keys.data) return <Skeleton />;
   if (list.length === 0) return <Note>No custom properties in this range.</Note>;
   return (
     <div>
-      <label class="field inline prop-pick">
-        <span>Property</span>
-        <select value={key} onChange={(e) => setView({ prop: (e.target as HTMLSelectElement).value }, true)}>
-          {list.map((k) => (
-            <option key={k.key} value={k.key}>
-              {k.key} ({exactNum(k.events)})
-            </option>
-          ))}
-        </select>
-      </label>
+      <Field class="inline prop-pick" label="Property">
+        {(id) => (
+          <>
+            <select
+              id={id}
+              value={key}
+              onChange={(e) => setView({ prop: (e.target as HTMLSelectElement).value }, true)}
+            >
+              {list.map((k) => (
+                <option key={k.key} value={k.key}>
+                  {k.key} ({exactNum(k.events)})
+                </option>
+              ))}
+            </select>
+          </>
+        )}
+      </Field>
       <Body data={values} empty={(d) => d.values.length === 0}>
         {(d) => (
           <SimpleRows
@@ -140,7 +165,6 @@ export function PropertiesView(): JSX.Element {
               nums: [num(v.visitors), num(v.events)],
               bar: v.visitors,
               filter: { dim: `prop:${key}`, op: "is", value: v.value },
-              aria: `${key} ${v.value}: ${exactNum(v.visitors)} visitors, ${exactNum(v.events)} events. Filter the page by it`,
             }))}
           />
         )}
@@ -176,24 +200,40 @@ function GoalEditor(props: { goals: string[]; onDone: () => void }): JSX.Element
         {goals.map((g) => (
           <li key={g}>
             <span>{g}</span>
-            <button type="button" class="link small" aria-label={`Remove goal ${g}`} onClick={() => setGoals(goals.filter((x) => x !== g))}>
+            <button
+              type="button"
+              class="link small"
+              aria-label={`Remove goal ${g}`}
+              onClick={() => setGoals(goals.filter((x) => x !== g))}
+            >
               Remove
             </button>
           </li>
         ))}
       </ul>
       <form class="inline-form" onSubmit={add}>
-        <label class="field">
-          <span>Kind</span>
-          <select value={kind} onChange={(e) => setKind((e.target as HTMLSelectElement).value)}>
-            <option value="event">Event</option>
-            <option value="page">Page visit</option>
-          </select>
-        </label>
-        <label class="field grow">
-          <span>{kind === "event" ? "Event name" : "Page path (* matches anything)"}</span>
-          <input value={value} placeholder={kind === "event" ? "signup" : "/pricing*"} onInput={(e) => setValue((e.target as HTMLInputElement).value)} />
-        </label>
+        <Field label="Kind">
+          {(id) => (
+            <>
+              <select id={id} value={kind} onChange={(e) => setKind((e.target as HTMLSelectElement).value)}>
+                <option value="event">Event</option>
+                <option value="page">Page visit</option>
+              </select>
+            </>
+          )}
+        </Field>
+        <Field class="grow" label={<>{kind === "event" ? "Event name" : "Page path (* matches anything)"}</>}>
+          {(id) => (
+            <>
+              <input
+                id={id}
+                value={value}
+                placeholder={kind === "event" ? "signup" : "/pricing*"}
+                onInput={(e) => setValue((e.target as HTMLInputElement).value)}
+              />
+            </>
+          )}
+        </Field>
         <button type="submit">Add</button>
       </form>
       <div class="row-actions">
@@ -265,7 +305,6 @@ export function GoalsPanel(): JSX.Element | null {
                   nums: [num(g.visitors), num(g.events), rate(g.conversionRate)],
                   bar: g.visitors,
                   filter: goalFilter(g.goal),
-                  aria: `Goal ${goalLabel(g.goal)}: ${exactNum(g.visitors)} visitors, ${exactNum(g.events)} completions, ${rate(g.conversionRate)} conversion rate. Filter the page by it`,
                 }))}
               />
             </>
@@ -287,7 +326,12 @@ const WINDOWS: [string, string][] = [
 
 function FunnelEditor(props: { steps: string[]; window: string; onDone: () => void }): JSX.Element {
   const initial = props.steps.length >= 2 ? props.steps : ["page:/", "event:"];
-  const [steps, setSteps] = useState(initial.map((s) => ({ kind: s.startsWith("page:") ? "page" : "event", value: s.slice(s.indexOf(":") + 1) })));
+  const [steps, setSteps] = useState(
+    initial.map((s) => ({
+      kind: s.startsWith("page:") ? "page" : "event",
+      value: s.slice(s.indexOf(":") + 1),
+    })),
+  );
   const [win, setWin] = useState(props.window || "1800");
   const valid = steps.filter((s) => s.value.trim());
   const update = (i: number, patch: Partial<{ kind: string; value: string }>) =>
@@ -298,26 +342,48 @@ function FunnelEditor(props: { steps: string[]; window: string; onDone: () => vo
       onSubmit={(e) => {
         e.preventDefault();
         if (valid.length < 2) return;
-        setView({ steps: valid.map((s) => `${s.kind}:${s.value.trim()}`), window: win === "1800" ? "" : win });
+        setView({
+          steps: valid.map((s) => `${s.kind}:${s.value.trim()}`),
+          window: win === "1800" ? "" : win,
+        });
         props.onDone();
       }}
     >
       <ol class="edit-list steps">
         {steps.map((s, i) => (
           <li key={i} class="inline-form">
-            <label class="field">
-              <span>Step {i + 1}</span>
-              <select value={s.kind} onChange={(e) => update(i, { kind: (e.target as HTMLSelectElement).value })}>
-                <option value="page">Page visit</option>
-                <option value="event">Event</option>
-              </select>
-            </label>
-            <label class="field grow">
-              <span>{s.kind === "page" ? "Path (* matches anything)" : "Event name"}</span>
-              <input value={s.value} onInput={(e) => update(i, { value: (e.target as HTMLInputElement).value })} />
-            </label>
+            <Field label={<>Step {i + 1}</>}>
+              {(id) => (
+                <>
+                  <select
+                    id={id}
+                    value={s.kind}
+                    onChange={(e) => update(i, { kind: (e.target as HTMLSelectElement).value })}
+                  >
+                    <option value="page">Page visit</option>
+                    <option value="event">Event</option>
+                  </select>
+                </>
+              )}
+            </Field>
+            <Field class="grow" label={<>{s.kind === "page" ? "Path (* matches anything)" : "Event name"}</>}>
+              {(id) => (
+                <>
+                  <input
+                    id={id}
+                    value={s.value}
+                    onInput={(e) => update(i, { value: (e.target as HTMLInputElement).value })}
+                  />
+                </>
+              )}
+            </Field>
             {steps.length > 2 && (
-              <button type="button" class="link small" aria-label={`Remove step ${i + 1}`} onClick={() => setSteps(steps.filter((_, j) => j !== i))}>
+              <button
+                type="button"
+                class="link small"
+                aria-label={`Remove step ${i + 1}`}
+                onClick={() => setSteps(steps.filter((_, j) => j !== i))}
+              >
                 Remove
               </button>
             )}
@@ -330,16 +396,19 @@ function FunnelEditor(props: { steps: string[]; window: string; onDone: () => vo
             + Step
           </button>
         )}
-        <label class="field">
-          <span>Within</span>
-          <select value={win} onChange={(e) => setWin((e.target as HTMLSelectElement).value)}>
-            {WINDOWS.map(([v, l]) => (
-              <option key={v} value={v}>
-                {l}
-              </option>
-            ))}
-          </select>
-        </label>
+        <Field label="Within">
+          {(id) => (
+            <>
+              <select id={id} value={win} onChange={(e) => setWin((e.target as HTMLSelectElement).value)}>
+                {WINDOWS.map(([v, l]) => (
+                  <option key={v} value={v}>
+                    {l}
+                  </option>
+                ))}
+              </select>
+            </>
+          )}
+        </Field>
       </div>
       <div class="row-actions">
         <button type="button" onClick={props.onDone}>
@@ -400,8 +469,8 @@ export function FunnelPanel(): JSX.Element | null {
       ) : !ready ? (
         <>
           <Note>
-            Follow visitors through steps, for example the home page, then the pricing page, then a
-            signup event. Choose the steps with “Set up”.
+            Follow visitors through steps, for example the home page, then the pricing page, then a signup
+            event. Choose the steps with “Set up”.
           </Note>
           {suggestion.length >= 2 && (
             <p class="hint">
@@ -429,7 +498,13 @@ export function FunnelPanel(): JSX.Element | null {
                     </div>
                     <div class="funnel-meta">
                       <span>{rate(s.conversionRate)} converted</span>
-                      {i > 0 && <span class="muted">{typeof s.dropOff === "number" ? `${exactNum(s.dropOff)} dropped off` : `${s.dropOff} dropped off`}</span>}
+                      {i > 0 && (
+                        <span class="muted">
+                          {typeof s.dropOff === "number"
+                            ? `${exactNum(s.dropOff)} dropped off`
+                            : `${s.dropOff} dropped off`}
+                        </span>
+                      )}
                     </div>
                   </li>
                 );
@@ -463,7 +538,8 @@ export function RevenuePanel(): JSX.Element | null {
                 <li key={c.currency} class="figure">
                   <span class="figure-value">{money(c.revenue, c.currency)}</span>
                   <span class="figure-label">
-                    {exactNum(c.orders)} order{c.orders === 1 ? "" : "s"} · {money(c.averageOrderValue, c.currency)} average
+                    {exactNum(c.orders)} order{c.orders === 1 ? "" : "s"} ·{" "}
+                    {money(c.averageOrderValue, c.currency)} average
                   </span>
                 </li>
               ))}
@@ -477,7 +553,6 @@ export function RevenuePanel(): JSX.Element | null {
                   nums: [num(it.quantity), money(it.revenue, it.currency)],
                   bar: it.revenue,
                   filter: null,
-                  aria: `${it.itemId}: ${exactNum(it.quantity)} sold, ${money(it.revenue, it.currency)}`,
                 }))}
               />
             )}
@@ -507,36 +582,37 @@ export function ErrorsPanel(): JSX.Element | null {
               </li>
               <li class="figure">
                 <span class="figure-value">{num(d.fatal)}</span>
-                <span class="figure-label">fatal ({typeof d.fatalShare === "string" ? d.fatalShare : pct(percentValue(d.fatalShare, true))})</span>
+                <span class="figure-label">
+                  fatal (
+                  {typeof d.fatalShare === "string" ? d.fatalShare : pct(percentValue(d.fatalShare, true))})
+                </span>
               </li>
             </ul>
             <div class="split">
-            {d.top.length > 0 && (
-              <SimpleRows
-                head={["Error", "Count"]}
-                rows={d.top.slice(0, 6).map((e) => ({
-                  key: e.description,
-                  label: e.description || "(no description)",
-                  nums: [num(e.count)],
-                  bar: e.count,
-                  filter: { dim: "prop:description", op: "is", value: e.description },
-                  aria: `${e.description}: ${exactNum(e.count)} times. Filter the page by it`,
-                }))}
-              />
-            )}
-            {d.pages.length > 0 && (
-              <SimpleRows
-                head={["Page with errors", "Count"]}
-                rows={d.pages.slice(0, 6).map((p) => ({
-                  key: p.value,
-                  label: p.value,
-                  nums: [num(p.count)],
-                  bar: p.count,
-                  filter: { dim: "page", op: "is", value: p.value },
-                  aria: `${p.value}: ${exactNum(p.count)} errors. Filter the page by it`,
-                }))}
-              />
-            )}
+              {d.top.length > 0 && (
+                <SimpleRows
+                  head={["Error", "Count"]}
+                  rows={d.top.slice(0, 6).map((e) => ({
+                    key: e.description,
+                    label: e.description || "(no description)",
+                    nums: [num(e.count)],
+                    bar: e.count,
+                    filter: { dim: "prop:description", op: "is", value: e.description },
+                  }))}
+                />
+              )}
+              {d.pages.length > 0 && (
+                <SimpleRows
+                  head={["Page with errors", "Count"]}
+                  rows={d.pages.slice(0, 6).map((p) => ({
+                    key: p.value,
+                    label: p.value,
+                    nums: [num(p.count)],
+                    bar: p.count,
+                    filter: { dim: "page", op: "is", value: p.value },
+                  }))}
+                />
+              )}
             </div>
           </>
         )}

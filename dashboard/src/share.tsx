@@ -7,7 +7,7 @@ import { ApiError, BASE } from "./api";
 import { useQuery } from "./context";
 import { writeView } from "./state";
 import type { KeyRecord } from "./types";
-import { Modal, Note } from "./ui";
+import { Modal, Note, Field } from "./ui";
 
 function when(iso: string | null | undefined): string {
   if (!iso) return "never";
@@ -77,8 +77,8 @@ export function ShareDialog(props: { onClose: () => void }): JSX.Element {
   return (
     <Modal title={`Share ${project.name}`} onClose={props.onClose}>
       <p>
-        Anyone with a share link sees this project's dashboard, read-only, without a key. Links do
-        not expire; revoke one to close it.
+        Anyone with a share link sees this project's dashboard, read-only, without a key. Links do not expire;
+        revoke one to close it.
       </p>
       {error && (
         <p class="note error" role="alert">
@@ -87,12 +87,26 @@ export function ShareDialog(props: { onClose: () => void }): JSX.Element {
       )}
       {created ? (
         <div class="stack created">
-          <label class="field">
-            <span>New share link (shown once: copy it now)</span>
-            <input ref={out} readOnly value={link} onFocus={(e) => (e.target as HTMLInputElement).select()} data-testid="share-link" />
-          </label>
+          <Field label="New share link (shown once: copy it now)">
+            {(id) => (
+              <>
+                <input
+                  id={id}
+                  ref={out}
+                  readOnly
+                  value={link}
+                  onFocus={(e) => (e.target as HTMLInputElement).select()}
+                  data-testid="share-link"
+                />
+              </>
+            )}
+          </Field>
           <label class="check">
-            <input type="checkbox" checked={withView} onChange={(e) => setWithView((e.target as HTMLInputElement).checked)} />
+            <input
+              type="checkbox"
+              checked={withView}
+              onChange={(e) => setWithView((e.target as HTMLInputElement).checked)}
+            />
             Open it on the current view (date range, filters)
           </label>
           <div class="row-actions">
@@ -127,7 +141,12 @@ export function ShareDialog(props: { onClose: () => void }): JSX.Element {
                   made {when(k.createdAt)}, last used {when(k.lastUsedAt)}
                 </span>
               </span>
-              <button type="button" class="danger small" onClick={() => revoke(k.id)} aria-label={`Revoke share link ${k.hint ?? k.id}`}>
+              <button
+                type="button"
+                class="danger small"
+                onClick={() => revoke(k.id)}
+                aria-label={`Revoke share link ${k.hint ?? k.id}`}
+              >
                 Revoke
               </button>
             </li>

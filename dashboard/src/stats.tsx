@@ -124,7 +124,11 @@ export function TopStats(props: { loading: boolean }): JSX.Element {
                 aria-pressed={selected}
                 data-testid={`stat-${def.key}`}
                 data-value={metrics ? def.exact(metrics) : ""}
-                title={metrics && def.change === "rel" && def.key !== "avgSessionDuration" ? exactNum(def.raw(metrics)) : undefined}
+                title={
+                  metrics && def.change === "rel" && def.key !== "avgSessionDuration"
+                    ? exactNum(def.raw(metrics))
+                    : undefined
+                }
                 onClick={() => setView({ metric: def.key }, true)}
               >
                 <span class="stat-label">{def.label}</span>

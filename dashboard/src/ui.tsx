@@ -86,7 +86,11 @@ export function Modal(props: {
   );
 }
 
-export function Note(props: { error?: ApiError | null; empty?: boolean; children?: ComponentChildren }): JSX.Element {
+export function Note(props: {
+  error?: ApiError | null;
+  empty?: boolean;
+  children?: ComponentChildren;
+}): JSX.Element {
   if (props.error) {
     return (
       <p class="note error" role="alert">
@@ -103,6 +107,24 @@ export function Skeleton(props: { rows?: number }): JSX.Element {
       {Array.from({ length: props.rows ?? 5 }, (_, i) => (
         <div key={i} class="sk-row" />
       ))}
+    </div>
+  );
+}
+
+/** A labelled form control: `<label for>` names the control (and nothing else). */
+export function Field(props: {
+  label: ComponentChildren;
+  class?: string;
+  hideLabel?: boolean;
+  children: (id: string) => ComponentChildren;
+}): JSX.Element {
+  const id = useId();
+  return (
+    <div class={props.class ? `field ${props.class}` : "field"}>
+      <label for={id} class={props.hideLabel ? "sr-only" : undefined}>
+        {props.label}
+      </label>
+      {props.children(id)}
     </div>
   );
 }
