@@ -18,7 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from svc.errors import ApiError, MethodNotAllowed, NotFound
-from svc.http import analytics, export, health, metrics, projects
+from svc.http import analytics, dashboard, export, health, metrics, projects
 from svc.http.common import error_response, json_response
 from svc.http.openapi import openapi_document
 from svc.http.script import serve_script
@@ -77,6 +77,10 @@ def create_app(settings: Settings) -> Starlette:
         Route("/projects/{project_id}/keys/{key_id}/rotate", projects.rotate_key, methods=["POST"]),
         Route("/svc/js", serve_script, methods=["GET", "HEAD"]),
         Route("/openapi.json", openapi, methods=["GET"]),
+        Route("/", dashboard.dashboard_page, methods=["GET"]),
+        Route("/dashboard", dashboard.dashboard_page, methods=["GET"]),
+        Route("/dashboard/assets/{path:path}", dashboard.dashboard_asset, methods=["GET"]),
+        Route("/share/{token}", dashboard.share_page, methods=["GET"]),
     ]
     app = Starlette(
         routes=routes,

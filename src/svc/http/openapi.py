@@ -456,6 +456,7 @@ def _paths() -> dict[str, Any]:
                 "responses": {"200": {"description": "Headers only."}},
             },
         },
+        **_dashboard_paths(),
         "/openapi.json": {
             "get": {
                 "summary": "This document",
@@ -616,6 +617,27 @@ def _report_paths(secured: list[dict[str, list[str]]]) -> dict[str, Any]:
                     visitors={"type": "integer"},
                 ),
             ),
+        ),
+    }
+
+
+def _dashboard_paths() -> dict[str, Any]:
+    def html(summary: str, *params: dict[str, Any]) -> dict[str, Any]:
+        ok = {"description": "HTML.", "content": {"text/html": {"schema": {"type": "string"}}}}
+        return {"get": {"summary": summary, "parameters": list(params), "responses": {"200": ok}}}
+
+    return {
+        "/": html("The dashboard (sign in with a secret key or the admin token)"),
+        "/dashboard": html("The dashboard"),
+        "/dashboard/assets/{path}": {
+            "get": {
+                "summary": "The dashboard's hashed, immutable assets",
+                "parameters": [_param("path", "path", "Asset file.", True)],
+                "responses": {"200": {"description": "A file."}, **_errors(404)},
+            }
+        },
+        "/share/{token}": html(
+            "A read-only public dashboard", _param("token", "path", "A share token.", True)
         ),
     }
 
