@@ -5,7 +5,7 @@ import type { JSX } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { Params } from "./api";
 import { useData, useQuery } from "./context";
-import { intervalsFor, timeLabel, type Interval } from "./dates";
+import { dayLabel, intervalsFor, nowHourIn, timeLabel, todayIn, type Interval } from "./dates";
 import { duration, num, percentValue } from "./format";
 import { setView, type Metric } from "./state";
 import { STATS } from "./stats";
@@ -45,7 +45,7 @@ function withRange(base: Params, from: string, to: string): Params {
 }
 
 export function Chart(): JSX.Element | null {
-  const { base, interval, view, metrics, range } = useQuery();
+  const { base, interval, view, metrics, range, project } = useQuery();
   const ts = useData<TimeseriesAnswer>("/metrics/timeseries", [...base, ["interval", interval]]);
   const cmp = view.compare !== "off" ? metrics?.compare : undefined;
   const prev = useData<TimeseriesAnswer>(
@@ -86,7 +86,8 @@ export function Chart(): JSX.Element | null {
   const values = points.map((p) => valueOf(p, metric) ?? 0);
   const prevValues = prevPoints.map((p) => valueOf(p, metric) ?? 0);
   const max = Math.max(0, ...values, ...prevValues.slice(0, values.length));
-  const step = niceStep(max / 4 || 1);
+  const counts = metric !== "bounceRate" && metric !== "avgSessionDuration";
+  const step = counts ? Math.max(1, Math.ceil(niceStep(max / 4 || 1))) : niceStep(max / 4 || 1);
   const top = Math.max(step * 4, step * Math.ceil(max / step));
   const ticks = Array.from({ length: Math.round(top / step) + 1 }, (_, i) => i * step);
   const n = points.length;
@@ -97,9 +98,16 @@ export function Chart(): JSX.Element | null {
       .slice(0, Math.max(n, 1))
       .map((v, i) => `${i ? "L" : "M"}${x(i).toFixed(1)} ${y(v).toFixed(1)}`)
       .join("");
-  const main = line(values);
+  // The main line stops at the current hour or day; the comparison runs on.
+  const nowKey = interval === "hour" ? nowHourIn(project.timezone) : todayIn(project.timezone);
+  const past = Math.max(1, points.filter((p) => p.time <= nowKey).length);
+  const main = line(values.slice(0, past));
   const area =
-    n > 1 ? `${main}L${x(n - 1).toFixed(1)} ${pad.top + h}L${x(0).toFixed(1)} ${pad.top + h}Z` : "";
+    past > 1 ? `${main}L${x(past - 1).toFixed(1)} ${pad.top + h}L${x(0).toFixed(1)} ${pad.top + h}Z` : "";
+  const axisLabel = (time: string) =>
+    interval === "hour" && multiDay && time.endsWith("T00:00")
+      ? dayLabel(time)
+      : timeLabel(time, interval, false);
   const every = Math.max(1, Math.ceil(n / Math.max(2, Math.floor(w / 84))));
 
   const pick = (clientX: number) => {
@@ -131,7 +139,7 @@ export function Chart(): JSX.Element | null {
   const readout =
     a === null
       ? ""
-      : `${timeLabel(points[a]!.time, interval, multiDay)}: ${show(values[a]!, metric)} ${label.toLowerCase()}` +
+      : `${timeLabel(points[a]!.time, interval, multiDay)}: ${show(a < past ? values[a]! : null, metric)} ${label.toLowerCase()}` +
         (prevPoints[a]
           ? `; comparison ${timeLabel(prevPoints[a]!.time, interval, true)}: ${show(prevValues[a]!, metric)}`
           : "");
@@ -208,7 +216,7 @@ export function Chart(): JSX.Element | null {
                     y={height - 8}
                     text-anchor={n > 1 && i === 0 ? "start" : n > 1 && i === n - 1 ? "end" : "middle"}
                   >
-                    {timeLabel(p.time, interval, false)}
+                    {axisLabel(p.time)}
                   </text>
                 ) : null,
               )}
@@ -220,7 +228,7 @@ export function Chart(): JSX.Element | null {
                 <g>
                   <line class="cursor" x1={x(a)} x2={x(a)} y1={pad.top} y2={pad.top + h} />
                   {prevPoints[a] && <circle class="dot compare" cx={x(a)} cy={y(prevValues[a]!)} r={4} />}
-                  <circle class="dot" cx={x(a)} cy={y(values[a]!)} r={4.5} />
+                  {a < past && <circle class="dot" cx={x(a)} cy={y(values[a]!)} r={4.5} />}
                 </g>
               )}
             </svg>
@@ -234,7 +242,7 @@ export function Chart(): JSX.Element | null {
               >
                 <div class="tt-time">{timeLabel(points[a]!.time, interval, multiDay)}</div>
                 <div class="tt-value">
-                  <span class="swatch" /> {show(values[a]!, metric)}{" "}
+                  <span class="swatch" /> {show(a < past ? values[a]! : null, metric)}{" "}
                   <span class="muted">{label.toLowerCase()}</span>
                 </div>
                 {prevPoints[a] && (

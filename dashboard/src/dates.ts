@@ -58,6 +58,18 @@ export function todayIn(tz: string, now: Date = new Date()): string {
   }
 }
 
+/** The current hour in a time zone, as the time series writes it: "2026-11-21T13:00". */
+export function nowHourIn(tz: string, now: Date = new Date()): string {
+  try {
+    const h = new Intl.DateTimeFormat("en-GB", { timeZone: tz, hour: "2-digit", hourCycle: "h23" }).format(
+      now,
+    );
+    return `${todayIn(tz, now)}T${h.padStart(2, "0")}:00`;
+  } catch {
+    return `${now.toISOString().slice(0, 13)}:00`;
+  }
+}
+
 export interface Range {
   from: string;
   to: string;

@@ -1,5 +1,5 @@
 """Seeded, realistic traffic for the dashboard tests: visitors from several countries, browsers
-and devices, arriving from search, social, a newsletter and directly, over the last six days,
+and devices, arriving from search, social, a newsletter and directly, over the last 165 hours,
 with custom events, properties, purchases and errors, and a few visitors on the site right now.
 
 Deterministic for a given seed; the tests compare the page with the API, not with constants.
@@ -64,7 +64,7 @@ def _pick(rng: random.Random, weighted: list[tuple[Any, int]]) -> Any:
 def traffic(
     seed: int = 7, visitors: int = 140, host: str = "acme.test", live: int = 3
 ) -> list[dict[str, Any]]:
-    """The events of ``visitors`` visitors over the last six days, and ``live`` visitors with a
+    """The events of ``visitors`` visitors over the last 165 hours, and ``live`` visitors with a
     page view in the last minute, oldest first."""
     rng = random.Random(seed)
     now = int(time.time() * 1000)
@@ -81,7 +81,9 @@ def traffic(
         ua = UAS[ua_name]
         screen = SCREENS.get(ua_name, rng.choice([1280, 1440, 1920]))
         is_live = v >= visitors
-        start = now - (rng.randint(5, 50) * 1000 if is_live else rng.randint(600, 6 * 86400) * 1000)
+        start = now - (
+            rng.randint(5, 50) * 1000 if is_live else rng.randint(600, 165 * 3600) * 1000
+        )
         ref = _pick(rng, REFERRERS)
         query = ""
         if ref == "utm":

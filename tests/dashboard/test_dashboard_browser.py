@@ -8,6 +8,7 @@ Screenshots at desktop and phone widths go to artifacts/screenshots/.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import time
@@ -53,6 +54,13 @@ def api(server: Server, key: str, path: str, params: list[tuple[str, str]]) -> A
 
 def expected_stats(body: dict[str, Any]) -> dict[str, str]:
     return {k: str(body[k]) for k in STATS}
+
+
+def expected_change(now: int, before: int) -> str:
+    """The change as the page writes it: "new", "0%", or the rounded relative change."""
+    if before == 0:
+        return "new" if now else "0%"
+    return f"{abs(math.floor((now - before) / before * 100 + 0.5))}%"
 
 
 def shown_stats(page: Any) -> dict[str, str]:
@@ -233,8 +241,9 @@ def test_the_url_holds_the_view_and_survives_a_reload(
         eventually(
             lambda: rows(page, "pages"), breakdown(server, seeded.secret, "entry_page", params)
         )
-        # The previous period had no traffic: every count is new.
-        assert "new" in page.get_by_test_id("change-visitors").inner_text()
+        # The change against the previous period, as the API's two figures give it.
+        change = page.get_by_test_id("change-visitors").inner_text()
+        assert expected_change(body["visitors"], body["compare"]["visitors"]) in change
 
     check()
     page.reload()  # the key stays in this tab's sessionStorage: no second sign-in
@@ -527,14 +536,19 @@ def test_no_serious_accessibility_violations(
 def test_phone_layout_and_screenshots(
     chromium: Any, page: Any, dashboard_url: str, server: Server, seeded: Seeded
 ) -> None:
-    frm, to = last_7_days()
-    query = "?period=7d&compare=previous_period&step=page:/&step=page:/pricing&step=event:signup"
+    # Four days against the four before: the seeded week shows real changes.
+    frm, to = (today() - timedelta(days=3)).isoformat(), today().isoformat()
+    query = (
+        f"?period=custom&from={frm}&to={to}&compare=previous_period"
+        "&step=page:/&step=page:/pricing&step=event:signup"
+    )
     body = api(
         server,
         seeded.secret,
         "/metrics",
         [("from", frm), ("to", to), ("compare", "previous_period")],
     )
+    assert body["compare"]["visitors"] > 0
 
     def ready(p: Any) -> None:
         wait_stats(p, body)
@@ -574,8 +588,9 @@ def test_phone_layout_and_screenshots(
         signin_ctx.close()
 
     assert desktop.stat().st_size > 20_000
-    # docs/img/dashboard.png is refreshed on request only (it is committed).
+    # docs/img/ is refreshed on request only (its pictures are committed).
     if os.environ.get("SVC_UPDATE_DOCS_SCREENSHOT"):
-        shutil.copyfile(
-            SCREENSHOTS / "dashboard-desktop-top.png", ROOT / "docs" / "img" / "dashboard.png"
-        )
+        docs = ROOT / "docs" / "img"
+        docs.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(SCREENSHOTS / "dashboard-desktop-top.png", docs / "dashboard.png")
+        shutil.copyfile(SCREENSHOTS / "dashboard-phone-top.png", docs / "dashboard-phone.png")
