@@ -16,28 +16,53 @@ holds is refused with a clear message instead of being opened twice.
 from __future__ import annotations
 
 import abc
-import asyncio
 import contextlib
 import json
 import os
-from collections.abc import Callable
+import socket
+import ssl
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import httpx
 
 from svc import __version__
 from svc.cli.errors import EXIT_FAILED, EXIT_UNREACHABLE, CliError
 
 if TYPE_CHECKING:
+    import asyncio
+
+    import httpx
+
     from svc.runtime import Runtime
 
 Params = list[tuple[str, str]] | dict[str, str] | None
 USER_AGENT = f"svcm/{__version__}"
+CHUNK = 1 << 16
+
+
+@dataclass
+class Reply:
+    """A response of the service, read whole: status, headers (lower-case names) and body."""
+
+    status_code: int
+    content: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    reason_phrase: str = ""
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        return json.loads(self.content)
 
 
 class Api(abc.ABC):
-    """A service to send requests to; answers are httpx responses, fully read."""
+    """A service to send requests to."""
 
     mode: str = ""
     where: str = ""
@@ -57,11 +82,13 @@ class Api(abc.ABC):
         body: Any = None,
         headers: dict[str, str] | None = None,
         timeout: float | None = 30.0,
-    ) -> httpx.Response:
+    ) -> Reply:
         """The response, whatever its status; :class:`CliError` when there is none."""
 
     @abc.abstractmethod
-    def download(self, path: str, params: Params, sink: Callable[[bytes], None]) -> httpx.Headers:
+    def download(
+        self, path: str, params: Params, sink: Callable[[bytes], None]
+    ) -> Mapping[str, str]:
         """GET ``path`` and hand the body to ``sink`` chunk by chunk; the response headers."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
@@ -84,14 +111,14 @@ class Api(abc.ABC):
         return self.request("GET", path, params=params)
 
 
-def _query(params: Params) -> httpx.QueryParams | None:
-    if params is None:
-        return None
-    items = params.items() if isinstance(params, dict) else params
-    return httpx.QueryParams([(k, v) for k, v in items])
+def query_string(params: Params) -> str:
+    if not params:
+        return ""
+    items = list(params.items()) if isinstance(params, dict) else list(params)
+    return urllib.parse.urlencode(items)
 
 
-def error_of(resp: httpx.Response) -> CliError:
+def error_of(resp: Reply) -> CliError:
     """The service's error body as one line: its message, then status and code."""
     status = resp.status_code
     code, message, retry = "", "", resp.headers.get("retry-after")
@@ -104,7 +131,7 @@ def error_of(resp: httpx.Response) -> CliError:
         pass
     if not message:
         snippet = " ".join(resp.text.split())[:200]
-        message = f"the service answered HTTP {status} {resp.reason_phrase}" + (
+        message = f"the service answered HTTP {status} {resp.reason_phrase}".rstrip() + (
             f": {snippet}" if snippet else ""
         )
     hint = ""
@@ -120,17 +147,52 @@ def error_of(resp: httpx.Response) -> CliError:
 
 
 class HttpApi(Api):
+    """A service over HTTP(S), with the standard library's client: it starts fast and honours
+    the usual proxy variables (``HTTPS_PROXY``, ``NO_PROXY``)."""
+
     mode = "http"
 
     def __init__(self, url: str, token: str, *, timeout: float = 30.0) -> None:
-        self.where = url
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise CliError(
+                f"not a usable service URL: {url!r} (write http://host:port or https://host)",
+                EXIT_UNREACHABLE,
+            )
+        self.where = url.rstrip("/")
         self.token = token
-        headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
+        self.timeout = timeout
+        self.headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
         if token:
-            headers["Authorization"] = f"Bearer {token}"
-        self.client = httpx.Client(
-            base_url=url, headers=headers, timeout=httpx.Timeout(timeout, connect=10.0)
+            self.headers["Authorization"] = f"Bearer {token}"
+        self.opener = urllib.request.build_opener(
+            urllib.request.HTTPSHandler(context=ssl.create_default_context())
         )
+
+    def _open(
+        self,
+        method: str,
+        path: str,
+        params: Params,
+        body: Any,
+        headers: dict[str, str] | None,
+        timeout: float | None,
+    ) -> Any:
+        qs = query_string(params)
+        url = self.where + path + (f"?{qs}" if qs else "")
+        data = None
+        all_headers = dict(self.headers)
+        if body is not None:
+            data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+            all_headers["Content-Type"] = "application/json"
+        all_headers.update(headers or {})
+        req = urllib.request.Request(url, data=data, headers=all_headers, method=method)
+        try:
+            return self.opener.open(req, timeout=timeout)
+        except urllib.error.HTTPError as exc:
+            return exc  # an answer with an error status: read like any other
+        except (urllib.error.URLError, OSError) as exc:
+            raise self._unreachable(exc) from exc
 
     def send(
         self,
@@ -141,49 +203,45 @@ class HttpApi(Api):
         body: Any = None,
         headers: dict[str, str] | None = None,
         timeout: float | None = 30.0,
-    ) -> httpx.Response:
+    ) -> Reply:
+        resp = self._open(method, path, params, body, headers, timeout)
         try:
-            return self.client.request(
-                method,
-                path,
-                params=_query(params),
-                json=body,
-                headers=headers,
-                timeout=httpx.Timeout(timeout, connect=10.0),
-            )
-        except httpx.HTTPError as exc:
+            with resp:
+                content = resp.read()
+        except (OSError, urllib.error.URLError) as exc:
             raise self._unreachable(exc) from exc
+        return Reply(resp.status, content, _headers(resp), getattr(resp, "reason", "") or "")
 
-    def download(self, path: str, params: Params, sink: Callable[[bytes], None]) -> httpx.Headers:
+    def download(
+        self, path: str, params: Params, sink: Callable[[bytes], None]
+    ) -> Mapping[str, str]:
+        resp = self._open("GET", path, params, None, None, None)
         try:
-            with self.client.stream(
-                "GET", path, params=_query(params), timeout=httpx.Timeout(None, connect=10.0)
-            ) as resp:
-                if resp.status_code >= 400:
-                    resp.read()
-                    raise error_of(resp)
-                for chunk in resp.iter_bytes():
+            with resp:
+                if resp.status >= 400:
+                    raise error_of(Reply(resp.status, resp.read(), _headers(resp)))
+                while chunk := resp.read(CHUNK):
                     sink(chunk)
-                return resp.headers
-        except httpx.HTTPError as exc:
+                return _headers(resp)
+        except (OSError, urllib.error.URLError) as exc:
             raise self._unreachable(exc) from exc
 
-    def _unreachable(self, exc: httpx.HTTPError) -> CliError:
-        if isinstance(exc, httpx.TimeoutException):
+    def _unreachable(self, exc: BaseException) -> CliError:
+        reason: Any = getattr(exc, "reason", exc)
+        if isinstance(reason, socket.timeout | TimeoutError):
             return CliError(f"the service at {self.where} did not answer in time", EXIT_UNREACHABLE)
-        if isinstance(exc, httpx.ConnectError):
-            reason = str(exc).split("] ", 1)[-1] or type(exc).__name__
-            return CliError(
-                f"cannot reach the service at {self.where}: {reason} "
-                "(is it running? set --url, SVC_URL or `svcm login`)",
-                EXIT_UNREACHABLE,
-            )
-        if isinstance(exc, httpx.InvalidURL | httpx.UnsupportedProtocol):
-            return CliError(f"not a usable service URL: {self.where!r} ({exc})", EXIT_UNREACHABLE)
-        return CliError(f"talking to {self.where} failed: {exc}", EXIT_UNREACHABLE)
+        if isinstance(reason, ssl.SSLError):
+            return CliError(f"TLS with {self.where} failed: {reason}", EXIT_UNREACHABLE)
+        text = getattr(reason, "strerror", None) or str(reason)
+        return CliError(
+            f"cannot reach the service at {self.where}: {text} "
+            "(is it running? set --url, SVC_URL or `svcm login`)",
+            EXIT_UNREACHABLE,
+        )
 
-    def close(self) -> None:
-        self.client.close()
+
+def _headers(resp: Any) -> dict[str, str]:
+    return {k.lower(): v for k, v in resp.headers.items()}
 
 
 # direct mode ---------------------------------------------------------------------------------
@@ -262,18 +320,22 @@ class DirectApi(Api):
     mode = "direct"
 
     def __init__(self, data_dir: Path) -> None:
-        from svc import credentials
-        from svc.app import create_app
-
         data_dir = data_dir.expanduser()
         self.where = str(data_dir)
         require_data_dir(data_dir)
         ensure_not_in_use(data_dir)
+        import asyncio
+
+        import httpx
+
+        from svc import credentials  # the service itself, only once the directory is free
+        from svc.app import create_app
+
         self.token = credentials.new_admin_token()  # lives in this process only
         self.settings = direct_settings(data_dir, self.token)
         self.app = create_app(self.settings)
         self.runtime: Runtime = self.app.state.runtime
-        self.runner = asyncio.Runner()
+        self.runner: asyncio.Runner = asyncio.Runner()
         self._started = False
         try:
             self.runner.run(self.runtime.start())
@@ -304,12 +366,18 @@ class DirectApi(Api):
         body: Any = None,
         headers: dict[str, str] | None = None,
         timeout: float | None = 30.0,
-    ) -> httpx.Response:
-        return self.runner.run(
-            self.client.request(method, path, params=_query(params), json=body, headers=headers)
+    ) -> Reply:
+        qs = query_string(params)
+        target = path + (f"?{qs}" if qs else "")
+        resp: httpx.Response = self.runner.run(
+            self.client.request(method, target, json=body, headers=headers)
         )
+        headers_ = {k.lower(): v for k, v in resp.headers.items()}
+        return Reply(resp.status_code, resp.content, headers_, resp.reason_phrase)
 
-    def download(self, path: str, params: Params, sink: Callable[[bytes], None]) -> httpx.Headers:
+    def download(
+        self, path: str, params: Params, sink: Callable[[bytes], None]
+    ) -> Mapping[str, str]:
         # The in-memory transport hands over the whole body at once (as chDB answers anyway).
         resp = self.send("GET", path, params=params)
         if resp.status_code >= 400:

@@ -143,6 +143,15 @@ class _Unclosed(io.BufferedIOBase):
         data: bytes = self._f.read(n)
         return data
 
+    def read1(self, n: int = -1) -> bytes:
+        data: bytes = self._f.read(n)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data: bytes = self._f.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
     def readline(self, n: int | None = -1) -> bytes:
         data: bytes = self._f.readline(n)
         return data

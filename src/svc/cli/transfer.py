@@ -741,7 +741,8 @@ def report(ctx: Context, s: Summary, project: str, dry: bool) -> None:
         parts.append(f"{s.dropped:,} dropped by the service (project exclusions or duplicates)")
     if s.refused_total:
         parts.append(f"refused {s.refused_total:,}")
-    message = f"Read {s.read:,} rows for {project}: " + ", ".join(parts)
+    rows = "row" if s.read == 1 else "rows"
+    message = f"Read {s.read:,} {rows} for {project}: " + ", ".join(parts)
     if s.refused_total:
         ctx.out.warn(message)
         for reason, n in s.refused.most_common(10):
