@@ -32,6 +32,8 @@ export const BASE = (document.getElementById("app")?.dataset.base ?? "").replace
 
 export class Api {
   private cache = new Map<string, { at: number; value: Promise<unknown> }>();
+  /** Called when the server stops accepting the credential (revoked, expired). */
+  onUnauthorized: (() => void) | null = null;
 
   constructor(
     readonly token: string,
@@ -85,6 +87,7 @@ export class Api {
     } catch {
       /* not JSON */
     }
+    if (res.status === 401) this.onUnauthorized?.();
     if (!res.ok) {
       const err = (doc as { error?: { code?: string; message?: string } } | null)?.error;
       throw new ApiError(res.status, err?.code ?? "http_error", err?.message ?? `HTTP ${res.status}`);

@@ -85,6 +85,15 @@ export function App(props: { shareToken: string | null }): JSX.Element {
     setError("");
     try {
       const s = await openSession(token);
+      s.api.onUnauthorized = () => {
+        if (!props.shareToken) sessionStorage.removeItem(STORE_KEY);
+        setSession(null);
+        setError(
+          props.shareToken
+            ? shareMessage(new ApiError(401, "invalid_api_key", ""))
+            : "Your key is no longer valid (revoked or expired). Sign in again.",
+        );
+      };
       if (!props.shareToken) {
         if (remember) sessionStorage.setItem(STORE_KEY, token);
         else sessionStorage.removeItem(STORE_KEY);

@@ -192,7 +192,12 @@ export function Panel(props: {
       </div>
       {!Custom && by && more && (
         <div class="card-foot">
-          <button type="button" class="link" onClick={() => setDetails(true)}>
+          <button
+            type="button"
+            class="link"
+            aria-label={`Details: all ${tab.label.toLowerCase()}`}
+            onClick={() => setDetails(true)}
+          >
             Details
           </button>
         </div>

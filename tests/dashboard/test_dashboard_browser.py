@@ -594,3 +594,85 @@ def test_phone_layout_and_screenshots(
         docs.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(SCREENSHOTS / "dashboard-desktop-top.png", docs / "dashboard.png")
         shutil.copyfile(SCREENSHOTS / "dashboard-phone-top.png", docs / "dashboard-phone.png")
+
+
+def test_details_dialog_pages_sorts_and_searches(
+    page: Any, dashboard_url: str, server: Server
+) -> None:
+    project = server.create_project("many-" + os.urandom(4).hex())
+    key = project["keys"]["secret"]
+    now = int(time.time() * 1000)
+    events = [
+        {
+            "event": "page_view",
+            "url": f"https://many.test/page-{i}",
+            "userAgent": BROWSER_UA,
+            "ip": f"8.8.4.{v + 1}",
+            "ts": now - 3_600_000 + i * 1000 + v,
+        }
+        for i in range(15)
+        for v in range(i % 4 + 1)
+    ]
+    assert server.send(key, events).status_code == 200
+    server.wait_loaded()
+    sign_in(page, dashboard_url, key, "?period=7d")
+    frm, to = last_7_days()
+    params = [("from", frm), ("to", to), ("by", "page"), ("limit", "50")]
+    panel = page.locator("[data-panel=pages]")
+    eventually(lambda: panel.locator("button.row").count(), 10)
+    panel.get_by_role("button", name="Details: all top pages").click()
+    dialog = page.get_by_role("dialog", name="Pages: Top pages")
+
+    def shown() -> list[str]:
+        texts: list[str] = dialog.locator("tbody th").all_inner_texts()
+        return texts
+
+    def listed(*extra: tuple[str, str]) -> list[str]:
+        body = api(server, key, "/metrics/breakdown", [*params, *extra])
+        return [r["value"] for r in body["rows"]]
+
+    eventually(shown, listed(("order", "-visitors")))
+    assert len(shown()) == 15
+    dialog.get_by_role("button", name="Views").click()
+    eventually(shown, listed(("order", "-pageviews")))
+    dialog.get_by_role("button", name="Views").click()
+    eventually(shown, listed(("order", "pageviews")))
+    dialog.get_by_label("Search").fill("page-1")
+    eventually(shown, listed(("order", "pageviews"), ("filter", "page:contains:page-1")))
+    dialog.get_by_role("button", name="/page-12").click()
+    assert page.get_by_role("dialog").count() == 0
+    assert query_of(page)["filter"] == ["page:is:/page-12"]
+
+
+def test_a_panel_whose_endpoint_is_missing_hides(
+    page: Any, dashboard_url: str, seeded: Seeded
+) -> None:
+    missing = {"ok": False, "error": {"code": "not_found", "message": "no route"}}
+    for path in ("**/metrics/revenue?*", "**/metrics/errors?*", "**/metrics/realtime*"):
+        page.route(path, lambda route: route.fulfill(status=404, json=missing))
+    sign_in(page, dashboard_url, seeded.secret, "?period=7d")
+    page.locator("[data-panel=goals]").wait_for()
+    page.locator("[data-panel=pages] button.row").first.wait_for()
+    assert page.locator("[data-panel=revenue]").count() == 0
+    assert page.locator("[data-panel=errors]").count() == 0
+    assert page.get_by_test_id("realtime").count() == 0
+    assert page.locator("[data-panel=sources]").is_visible()
+
+
+def test_a_revoked_key_signs_the_page_out(
+    page: Any, dashboard_url: str, server: Server, seeded: Seeded
+) -> None:
+    made = httpx.post(
+        f"{server.url}/projects/{seeded.id}/keys",
+        json={"kind": "secret"},
+        headers=server.admin(),
+    )
+    assert made.status_code == 201, made.text
+    sign_in(page, dashboard_url, made.json()["key"], "?period=7d")
+    revoked = httpx.delete(
+        f"{server.url}/projects/{seeded.id}/keys/{made.json()['id']}", headers=server.admin()
+    )
+    assert revoked.status_code == 200, revoked.text
+    page.get_by_label("Date range", exact=True).select_option("30d")
+    page.get_by_text("Your key is no longer valid").wait_for()
+    assert page.evaluate("sessionStorage.length") == 0
