@@ -42,6 +42,7 @@ class Principal:
 
 
 _VERBS = {"read": "read data", "manage": "manage projects or keys", "ingest": "send events"}
+_ADMIN = Principal("admin", None, None, frozenset(("ingest", "read", "manage")))
 
 
 class Authenticator:
@@ -68,11 +69,9 @@ class Authenticator:
         """The principal of a credential (blocking: may read the metadata store)."""
         if token is None:
             raise MissingApiKey("an API key is required: send `Authorization: Bearer svc_live_...`")
-        if not credentials.is_well_formed(token):
-            raise InvalidApiKey("the API key is malformed")
-        digest = credentials.hash_secret(token)
+        digest = self._digest(token)
         if credentials.same_secret(digest, self.admin_token_hash):
-            return Principal("admin", None, None, frozenset(("ingest", "read", "manage")))
+            return _ADMIN
         now = time.monotonic()
         cached = self._cache.get(digest)
         if cached is not None and cached[0] > now:
@@ -83,6 +82,27 @@ class Authenticator:
                 if len(self._cache) > 100_000:
                     self._cache.clear()
                 self._cache[digest] = (now + self.cache_seconds, principal)
+        return self._used(principal)
+
+    def resolve_cached(self, token: str) -> Principal | None:
+        """The principal of a credential when it is known without the metadata store (the
+        admin token, or a key verified less than ``cache_seconds`` ago); None when the store
+        must be asked (:meth:`resolve`). Raises as :meth:`resolve` does."""
+        digest = self._digest(token)
+        if credentials.same_secret(digest, self.admin_token_hash):
+            return _ADMIN
+        cached = self._cache.get(digest)
+        if cached is None or cached[0] <= time.monotonic():
+            return None
+        return self._used(cached[1])
+
+    @staticmethod
+    def _digest(token: str) -> str:
+        if not credentials.is_well_formed(token):
+            raise InvalidApiKey("the API key is malformed")
+        return credentials.hash_secret(token)
+
+    def _used(self, principal: Principal | None) -> Principal:
         if principal is None:
             raise InvalidApiKey("the API key is unknown, revoked or expired")
         if principal.key_id is not None:

@@ -12,13 +12,15 @@ def run(settings: Settings) -> int:
     import uvicorn
 
     from svc.app import create_app
+    from svc.http.analytics import with_fast_path
     from svc.limits.middleware import with_limits
     from svc.limits.timeouts import http_protocol
 
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    app = with_limits(create_app(settings))  # limits first (svc.limits)
+    # POST /analytics is answered before Starlette's stack (see svc.http.analytics).
+    app = with_limits(with_fast_path(create_app(settings)))  # limits first (svc.limits)
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -30,6 +32,9 @@ def run(settings: Settings) -> int:
         loop="uvloop",
         http=http_protocol(settings),  # httptools with deadlines for slow clients
         lifespan="on",
+        # svc decides the client address itself (SVC_TRUSTED_PROXIES); uvicorn's own
+        # X-Forwarded-For handling would trust loopback peers behind its back.
+        proxy_headers=False,
         timeout_keep_alive=30,
         limit_concurrency=10_000,
         backlog=4096,

@@ -51,12 +51,22 @@ def runtime_of(request: Request) -> Runtime:
     return runtime
 
 
+def runtime_of_app(app: Any) -> Runtime:
+    runtime: Runtime = app.state.runtime
+    return runtime
+
+
+to_thread = asyncio.to_thread
+
+
 async def resolve_token(runtime: Runtime, token: str | None) -> Principal:
-    """The principal of a token: from the key cache at once, else from the metadata store in a
-    worker thread."""
+    """The principal of a token: from the key cache at once (no thread hop), else from the
+    metadata store in a worker thread."""
     auth = runtime.authenticator
-    if token is not None and auth.cached(token) is not None:
-        return auth.resolve(token)
+    if token is not None:
+        principal = auth.resolve_cached(token)
+        if principal is not None:
+            return principal
     return await asyncio.to_thread(auth.resolve, token)
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 _HASH = hashlib.blake2b
+_DAY_MS = 86_400_000
 
 
 def _u64(digest: bytes) -> int:
@@ -53,20 +54,31 @@ class Salts:
         self._fetch = fetch
         self._days: list[str] = []
         self._salts: dict[str, bytes] = {}
+        # The UTC day number the salts below are for (a cheap check on the hot path).
+        self._day = -1
+        self._today = b""
+        self._yesterday = b""
 
     def refresh(self, now_ms: int) -> None:
+        day = now_ms // _DAY_MS
+        if day == self._day:
+            return
         days = salt_days(now_ms)
         if days != self._days:
             self._salts = self._fetch(days)
             self._days = days
+        self._yesterday, self._today = self._salts[days[0]], self._salts[days[1]]
+        self._day = day
 
     def today(self, now_ms: int) -> bytes:
-        self.refresh(now_ms)
-        return self._salts[self._days[1]]
+        if now_ms // _DAY_MS != self._day:
+            self.refresh(now_ms)
+        return self._today
 
     def yesterday(self, now_ms: int) -> bytes:
-        self.refresh(now_ms)
-        return self._salts[self._days[0]]
+        if now_ms // _DAY_MS != self._day:
+            self.refresh(now_ms)
+        return self._yesterday
 
 
 def visitor_id(salt: bytes, project_id: str, address: str, user_agent: str) -> int:

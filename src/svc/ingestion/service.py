@@ -26,6 +26,7 @@ from svc.limits.plans import parse_plans
 from svc.limits.quota import Quotas
 from svc.settings import Settings
 from svc.spool.log import Spool, SpoolUnavailable
+from svc.storage.events import EventRow
 from svc.timeutil import month_of
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,17 @@ class IngestService:
         self.usage = Usage()
         # Exact monthly quotas (svc.limits); the app swaps in the Redis ledger when shared.
         self.quotas = Quotas(parse_plans(settings.plans, settings.monthly_quota), self.usage)
+        # The UTC month of the last request and the span of ms it covers.
+        self._month = ("", 0, 0)
+
+    def _month_of(self, ms: int) -> str:
+        month, start, end = self._month
+        if start <= ms < end:
+            return month
+        month = month_of(ms)
+        start, end = _month_span(ms)
+        self._month = (month, start, end)
+        return month
 
     @classmethod
     def build(cls, settings: Settings, spool: Spool, salts: identity.Salts) -> IngestService:
@@ -97,10 +109,10 @@ class IngestService:
         decoded = decode_body(body, self.settings.max_batch_events)
         result = IngestResult(ctx.received_ms, decoded.is_batch)
         project = ctx.project
-        month = month_of(ctx.received_ms)
+        month = self._month_of(ctx.received_ms)
         # Reserve room before any await: concurrent requests never store past the quota.
         quota_left = await self.quotas.reserve(project, month, len(decoded.events))
-        rows: list[bytes] = []
+        rows: list[EventRow] = []
         dedup_keys: list[int] = []
         pipeline = self.pipeline
         for index, obj in enumerate(decoded.events):
@@ -129,26 +141,26 @@ class IngestService:
                 continue
             if draft.dedup_key is not None:
                 dedup_keys.append(draft.dedup_key)
-            rows.append(_encoder.encode(draft.to_row()))
+            rows.append(draft.to_row())
             quota_left -= 1
         await self.quotas.release(project.id, month, quota_left)  # reserved, not stored
         if decoded.is_batch and not rows and not result.dropped and result.rejected:
             first = result.rejected[0][1]
             raise _BatchRejected(first, result)
         if rows:
-            rows.append(b"")
             try:
-                await self.spool.append(b"\n".join(rows), len(rows) - 1, ctx.received_ms)
+                # JSONEachRow: one line per row, each ending in a newline.
+                await self.spool.append(_encoder.encode_lines(rows), len(rows), ctx.received_ms)
             except (SpoolUnavailable, asyncio.CancelledError) as exc:
                 self.pipeline.event_ids.release(dedup_keys)
-                await self.quotas.release(project.id, month, len(rows) - 1)
+                await self.quotas.release(project.id, month, len(rows))
                 if isinstance(exc, asyncio.CancelledError):
                     raise
                 raise Unavailable(
                     "events cannot be stored right now; retry later",
                     headers={"Retry-After": "5"},
                 ) from exc
-            n = len(rows) - 1
+            n = len(rows)
             result.accepted = n
             self.outcomes.accepted += n
         return result
@@ -173,6 +185,16 @@ class _BatchRejected(ApiError):
             {"index": i, "error": e.body()["error"]} for i, e in self.result.rejected
         ]
         return out
+
+
+def _month_span(ms: int) -> tuple[int, int]:
+    """First ms of the UTC month of ``ms`` and first ms of the next."""
+    from datetime import UTC, datetime
+
+    now = datetime.fromtimestamp(ms / 1000, UTC)
+    first = datetime(now.year, now.month, 1, tzinfo=UTC)
+    nxt = datetime(now.year + (now.month == 12), now.month % 12 + 1, 1, tzinfo=UTC)
+    return int(first.timestamp() * 1000), int(nxt.timestamp() * 1000)
 
 
 def _seconds_to_next_month(ms: int) -> int:
