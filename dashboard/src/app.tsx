@@ -2,7 +2,7 @@
 
 import type { JSX } from "preact";
 import { useEffect, useMemo, useState } from "preact/hooks";
-import { Api, ApiError, kindOf, type Params } from "./api";
+import { Api, ApiError, type Params } from "./api";
 import { Chart } from "./chart";
 import { Query, scoped, useLoad, type Ctx } from "./context";
 import {
@@ -469,5 +469,3 @@ export function tokenFromPath(pathname: string): string | null {
   const m = /\/share\/([^/]+)\/?$/.exec(pathname);
   return m ? decodeURIComponent(m[1]!) : null;
 }
-
-export { kindOf };
