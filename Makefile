@@ -28,7 +28,7 @@ $(STAMPS)/venv: pyproject.toml | $(STAMPS)
 	$(PY) -m pip install -q -e '.[dev]'
 	@touch $@
 
-setup: $(STAMPS)/venv tracker
+setup: $(STAMPS)/venv tracker dashboard
 
 run: setup
 	$(VENV)/bin/svcm serve --host $(HOST) --port $(PORT) --data-dir $(DATA)
@@ -49,7 +49,7 @@ lint: $(STAMPS)/venv
 typecheck: $(STAMPS)/venv
 	$(VENV)/bin/mypy
 
-pytest: $(STAMPS)/venv tracker chromium services
+pytest: $(STAMPS)/venv tracker dashboard chromium services
 	set -a && source $(STAMPS)/services.env && set +a && \
 	$(PY) -m pytest $(PYTEST_ARGS)
 
@@ -63,3 +63,4 @@ clean:
 
 include tracker/tracker.mk
 include clients/js/client.mk
+include dashboard/dashboard.mk

@@ -279,3 +279,19 @@ def test_public_key_reads_nothing(server: Server, golden: dict) -> None:
             headers={"Authorization": f"Bearer {golden['keys']['public']}"},
         )
         assert r.status_code == 403, path
+
+
+def test_share_token_reads_metrics_but_not_raw_events(server: Server, golden: dict) -> None:
+    r = httpx.post(
+        server.url + f"/projects/{golden['id']}/keys",
+        json={"kind": "share"},
+        headers={"Authorization": f"Bearer {golden['keys']['secret']}"},
+    )
+    assert r.status_code == 201, r.text
+    share = r.json()["key"]
+    assert share.startswith("svc_share_")
+    headers = {"Authorization": f"Bearer {share}"}
+    r = httpx.get(server.url + "/metrics", params={"from": D, "to": D}, headers=headers)
+    assert r.status_code == 200 and r.json()["pageviews"] == 7
+    assert httpx.get(server.url + "/export", params={"from": D}, headers=headers).status_code == 403
+    assert server.send(share, {"event": "page_view", "url": "/"}).status_code == 403

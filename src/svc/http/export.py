@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from svc.errors import ApiError
+from svc.errors import ApiError, Forbidden
 from svc.http.common import error_response, principal_of, runtime_of
 from svc.http.metrics import project_for_read
 from svc.queries.dates import parse_range, parse_zone
@@ -19,6 +19,8 @@ async def get_export(request: Request) -> Response:
     runtime = runtime_of(request)
     try:
         principal = await principal_of(request)
+        if principal.kind == "share":
+            raise Forbidden("a share token reads metrics only; raw events need a secret key")
         project = await project_for_read(request, principal)
         params = request.query_params
         fmt = params.get("format", "ndjson")
