@@ -83,10 +83,14 @@ def test_keys_create_rotate_revoke_and_secret_key_login(cli: Svcm, tmp_path: Pat
 
 
 def test_send_then_metrics_totals_breakdowns_series_filters(cli: Svcm, server: Server) -> None:
-    pid = cli("projects", "create", unique(), "--json").ok().json()["id"]
+    created = cli("projects", "create", unique(), "--json").ok().json()
+    pid = created["id"]
     cli("send", "-p", pid, "page_view", "https://shop.example/a?utm_source=News").ok()
     cli("send", "-p", pid, "page_view", "https://shop.example/b", "--session-id", "s2").ok()
     cli("send", "-p", pid, "signup", "/b", "--session-id", "s2", "--prop", "plan=pro").ok()
+    # a public key sends for its own project, without naming it
+    by_key = cli("send", "page_view", "/c", SVC_TOKEN=created["keys"]["public"]).ok()
+    assert "to the key's project" in by_key.stderr
     server.wait_loaded()
 
     t = ("-p", pid, "--from", "today")
@@ -108,18 +112,19 @@ def test_send_then_metrics_totals_breakdowns_series_filters(cli: Svcm, server: S
         r.ok() for r in results[:8]
     )
     t_doc = totals.json()
-    assert (t_doc["pageviews"], t_doc["events"], t_doc["sessions"]) == (2, 3, 2)
+    # /a and /c come from the same address and user agent: one derived session
+    assert (t_doc["pageviews"], t_doc["events"], t_doc["sessions"]) == (3, 4, 2)
     assert t_doc["trafficSources"] == {"news": 1, "direct": 1}
 
     pairs = dict(line.split("\t")[:2] for line in plain.stdout.splitlines())
-    assert pairs["pageviews"] == "2" and pairs["source:news"] == "1"
+    assert pairs["pageviews"] == "3" and pairs["source:news"] == "1"
 
     lines = by_page.stdout.splitlines()
     assert lines[0] == "value,visitors,sessions,pageviews,events,bounceRate,avgSessionDuration"
-    assert sorted(line.split(",")[0] for line in lines[1:]) == ["/a", "/b"]
+    assert sorted(line.split(",")[0] for line in lines[1:]) == ["/a", "/b", "/c"]
     assert [r["value"] for r in by_prop.json()["rows"]] == ["pro"]
-    assert filtered.json()["pageviews"] == 1 and negated.json()["pageviews"] == 1
-    assert sum(p["pageviews"] for p in series.json()["points"]) == 2
+    assert filtered.json()["pageviews"] == 1 and negated.json()["pageviews"] == 2
+    assert sum(p["pageviews"] for p in series.json()["points"]) == 3
     assert compared.json()["compare"]["pageviews"] == 0
 
     bogus, someday, no_op, both = results[8:]
@@ -221,6 +226,7 @@ def test_import_over_http_is_idempotent_and_refuses_history(
     assert all(row["event_id"].startswith("imp_") for row in rows)
     assert {row["url"] for row in rows} == {"https://y.example/", "https://y.example/x", "/s"}
     assert len({row["session_id"] for row in rows}) == 2
+    assert len({row["visitor_id"] for row in rows}) == 2  # one stand-in address per visitor
 
     # Summary for people: one line, reasons with row numbers, on stderr.
     human = cli("import", "-p", pid, str(path))

@@ -202,10 +202,13 @@ def run_login(ctx: Context) -> int:
     token = _read_token(ctx)
     if not token:
         raise UsageError("no token given (--token, or type it, or pipe it on stdin)")
-    if not (token.startswith("svc_admin_") or token.startswith("svc_live_")):
-        raise UsageError("the token must be an admin token (svc_admin_...) or a key (svc_live_...)")
+    if not token.startswith(("svc_admin_", "svc_live_", "svc_share_")):
+        raise UsageError(
+            "the token must be an admin token (svc_admin_...), a key (svc_live_...) or a share "
+            "token (svc_share_...)"
+        )
     values: dict[str, str] = {"url": url, "token": token}
-    who = "admin token" if token.startswith("svc_admin_") else "key"
+    who = "token (not checked)"
     if not ctx.opt("no_verify"):
         api = HttpApi(url, token)
         try:
@@ -233,6 +236,9 @@ def _verify(ctx: Context, api: HttpApi) -> tuple[str, str]:
             return "admin token", ""
         projects: list[dict[str, Any]] = resp.json().get("projects", [])
         return "secret key", str(projects[0]["id"]) if len(projects) == 1 else ""
+    if resp.status_code == 403 and api.token.startswith("svc_share_"):
+        ctx.out.warn("a share token can only read: svcm metrics and svcm export, with --project")
+        return "share token", ""
     if resp.status_code == 403 and not api.is_admin:
         ctx.out.warn("this is a public key: it can only send events (svcm send)")
         return "public key", ""

@@ -18,7 +18,6 @@ from svc.cli.errors import EXIT_UNREACHABLE, CliError, UsageError
 from svc.cli.output import Output
 
 Handler = Callable[["Context"], int]
-SubParsers = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 PROJECT_PREFIX = "svc_proj_"
 
@@ -218,9 +217,8 @@ class Context:
 
     # the project ----------------------------------------------------------------------------
 
-    def project(self) -> str:
-        """The project a command is about: ``--project``, ``SVC_PROJECT``, the saved one, or
-        the only project the credential may see."""
+    def given_project(self) -> str | None:
+        """The project named by ``--project``, ``SVC_PROJECT`` or the saved configuration."""
         given = self.opt("project") or os.environ.get("SVC_PROJECT", "")
         if (
             not given
@@ -229,8 +227,14 @@ class Context:
             and config.same_url(self.url(), self.file.url)
         ):
             given = self.file.project
+        return project_id(given) if given else None
+
+    def project(self) -> str:
+        """The project a command is about: the one named, or the only project the credential
+        may see."""
+        given = self.given_project()
         if given:
-            return project_id(given)
+            return given
         api = self.api()
         if api.mode == "http" and api.token and not api.is_admin:
             projects = api.get("/projects").get("projects", [])

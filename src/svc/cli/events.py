@@ -118,8 +118,12 @@ def run_send(ctx: Context) -> int:
 
     event: dict[str, Any] = {"event": ctx.opt("event"), "url": ctx.opt("page")}
     api = ctx.api()
-    project = ctx.project()
-    event["projectId"] = project
+    # A key sends for its own project (a public key may not even look it up).
+    project = ctx.given_project()
+    if project is None and (api.is_admin or not api.token):
+        project = ctx.project()
+    if project is not None:
+        event["projectId"] = project
     props = _properties(ctx)
     if props:
         event["properties"] = props
@@ -157,8 +161,9 @@ def run_send(ctx: Context) -> int:
         )
     if not ctx.json:
         when = datetime.fromtimestamp(int(ack.get("ts", 0)) / 1000, UTC)
+        target = project or "the key's project"
         ctx.out.done(
-            f"Sent {event['event']} to {project} at {when.isoformat(timespec='milliseconds')}"
+            f"Sent {event['event']} to {target} at {when.isoformat(timespec='milliseconds')}"
         )
     return 0
 

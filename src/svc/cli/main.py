@@ -12,6 +12,7 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import NoReturn, cast
 
 from svc import __version__
 from svc.cli.errors import EXIT_CODES, EXIT_FAILED, EXIT_INTERRUPTED, CliError
@@ -38,11 +39,18 @@ def _epilog() -> str:
     )
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with usage errors as one line (and where to find the help)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"svcm: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from svc.cli import admin, completion, deploy, events, metrics, projects, serve, transfer
     from svc.cli.common import Formatter, connection_options, output_options
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="svcm",
         description=DESCRIPTION,
         epilog=_epilog(),
@@ -50,7 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[connection_options(), output_options()],
     )
     parser.add_argument("--version", action="version", version=f"svcm {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    sub = cast(
+        "argparse._SubParsersAction[argparse.ArgumentParser]",
+        parser.add_subparsers(dest="command", metavar="COMMAND", title="commands"),
+    )
     p_serve = sub.add_parser(
         "serve",
         help="run the service",

@@ -667,9 +667,8 @@ def run_import(ctx: Context) -> int:
     project_ref = ctx.project()
     api = ctx.api()
     summary = Summary(files=[{"file": s.label, "format": s.kind} for s in sources])
-    direct = isinstance(api, DirectApi)
-    if direct:
-        assert isinstance(api, DirectApi)
+    sink: Sink
+    if isinstance(api, DirectApi):
         from svc.errors import ApiError
 
         try:
@@ -677,11 +676,13 @@ def run_import(ctx: Context) -> int:
         except ApiError as exc:
             raise CliError(exc.message) from exc
         tz = project.timezone
-        sink: Sink = StoreSink(api, project)
+        sink = StoreSink(api, project)
     else:
+        from urllib.parse import quote
+
         from svc.cli.connection import error_of
 
-        resp = api.send("GET", f"/projects/{project_ref}")
+        resp = api.send("GET", "/projects/" + quote(project_ref, safe=""))
         if resp.status_code == 403:
             raise CliError("importing needs the admin token or the project's secret key")
         if resp.status_code >= 400:
@@ -689,7 +690,7 @@ def run_import(ctx: Context) -> int:
         tz = str(resp.json().get("timezone") or "UTC")
         sink = HttpSink(ctx, api, project_ref)
     now = now_ms()
-    max_age = None if direct else HTTP_MAX_AGE_MS - 60_000
+    max_age = None if isinstance(api, DirectApi) else HTTP_MAX_AGE_MS - 60_000
     total, items = _items(ctx, sources, tz)
     dry = bool(ctx.opt("dry_run"))
     verb = "checking" if dry else "importing"
@@ -708,29 +709,34 @@ def run_import(ctx: Context) -> int:
                     continue
                 yield Checked(item, result)
 
-        for batch in _batches(checked(), size):
-            seen: set[str] = set()
-            fresh: list[Checked] = []
-            for c in batch:
-                if c.row.event_id in seen:
-                    summary.skipped += 1
+        try:
+            for batch in _batches(checked(), size):
+                seen: set[str] = set()
+                fresh: list[Checked] = []
+                for c in batch:
+                    if c.row.event_id in seen:
+                        summary.skipped += 1
+                        continue
+                    seen.add(c.row.event_id)
+                    fresh.append(c)
+                if dry:
+                    summary.imported += len(fresh)
                     continue
-                seen.add(c.row.event_id)
-                fresh.append(c)
-            if dry:
-                summary.imported += len(fresh)
-                continue
-            known = sink.stored(fresh)
-            summary.skipped += len(known)
-            fresh = [c for c in fresh if c.row.event_id not in known]
-            if fresh:
-                sink.write(fresh, summary)
+                known = sink.stored(fresh)
+                summary.skipped += len(known)
+                fresh = [c for c in fresh if c.row.event_id not in known]
+                if fresh:
+                    sink.write(fresh, summary)
+        except (CliError, KeyboardInterrupt):
+            # say how far it got; running the same command again goes on from there
+            report(ctx, summary, project_ref, dry, stopped=True)
+            raise
     report(ctx, summary, project_ref, dry)
     return EXIT_PARTIAL if summary.refused_total else 0
 
 
-def report(ctx: Context, s: Summary, project: str, dry: bool) -> None:
-    if ctx.json:
+def report(ctx: Context, s: Summary, project: str, dry: bool, *, stopped: bool = False) -> None:
+    if ctx.json and not stopped:
         ctx.out.json({**s.to_json(), "project": project, "dryRun": dry})
         return
     verb = "would import" if dry else "imported"
@@ -743,6 +749,9 @@ def report(ctx: Context, s: Summary, project: str, dry: bool) -> None:
         parts.append(f"refused {s.refused_total:,}")
     rows = "row" if s.read == 1 else "rows"
     message = f"Read {s.read:,} {rows} for {project}: " + ", ".join(parts)
+    if stopped:
+        ctx.out.warn("stopped early. " + message)
+        return
     if s.refused_total:
         ctx.out.warn(message)
         for reason, n in s.refused.most_common(10):
