@@ -68,9 +68,11 @@ events as POST /analytics takes them, Umami's CSV export of `website_event` rows
 Plausible's CSV export (the zip, its directory or its `imported_*.csv` files). Plausible
 exports daily totals, not events: each day is rebuilt as that many sessions, bounces, page
 views, visit time, pages, entry pages, sources, countries, devices, browsers and systems, so
-every total and every single breakdown of the day matches Plausible (combinations of two
-dimensions are not in the export and are not real). Umami's event properties and page titles
-are not in its CSV export and are not imported.
+the day's totals and its breakdowns by page, entry page, source, country, device, browser and
+system match Plausible's. What the export does not hold is not real: combinations of two
+dimensions (source *and* country), exit pages, and the hours of the day (sessions are spread
+evenly over it). Umami's event properties and page titles are not in its CSV export and are
+not imported.
 
 Every row gets a deterministic `eventId` (its own, Umami's `event_id`, or a hash of what
 identifies the row in its source), so running the same import again, after a failure halfway
@@ -86,7 +88,8 @@ by reason in the summary (`--json` lists them all) and make the exit status 4.
 - On a data directory (service stopped) the rows go straight into the event store, in chunks
   of up to 1,000, each with a deterministic insert deduplication token, after skipping rows
   whose `eventId` is stored already. History of any age is taken, with the source's browser,
-  system, device and location, and imported rows do not count against this month's quota.
+  system, device and location. Imported rows count as received at their own time, so history
+  does not count against this month's quota.
 
 ## Commands
 """

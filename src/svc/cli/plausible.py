@@ -14,11 +14,12 @@ their tables, by visits; the visit duration is shared among the sessions that di
 sessions are spread over the day in the project's time zone and shared among the day's visitors.
 Custom events join sessions that did not bounce (so the bounces stay right).
 
-So the day's visitors, sessions, page views, bounce rate, average duration, and every single
-breakdown (pages by page views, sources, countries, devices, ... by sessions) come out as
-Plausible had them; combinations of two breakdowns (source *and* country) are not in the export
-and are not real. ``imported_exit_pages`` says nothing more and is read but not used; Plausible's
-city ids (GeoNames numbers) are not names and are left out.
+So the day's visitors, sessions, page views, bounce rate and average duration, and its
+breakdowns by page (page views), entry page, source, country, device, browser and system (by
+sessions) come out as Plausible had them. What the export does not hold is not real:
+combinations of two dimensions (source *and* country), exit pages (``imported_exit_pages`` is
+recognised but not used) and the hours of the day. Plausible's city ids (GeoNames numbers) are
+not names and are left out.
 
 Every event's ``eventId`` is a hash of the day, the content of the day's rows and its place in
 the day, so the same export imported again is skipped.
@@ -227,12 +228,15 @@ def _day_rows(day: Day, zone: ZoneInfo, label: str) -> Iterator[Item]:
                 extra_sessions.append([item])
 
     pages = Counter(day.pages)
+    by_path: dict[str, list[tuple[str, str]]] = {}
+    for page_key in sorted(pages):
+        by_path.setdefault(page_key[1], []).append(page_key)
     entries = _deal(day.entries, sessions)
     firsts: list[tuple[str, str] | None] = []
     for i in range(sessions):
         page = None
         if i < len(entries):
-            page = _page_of(entries[i], pages, host)
+            page = _page_of(entries[i], pages, by_path, host)
             if pages.get(page, 0) > 0:
                 pages[page] -= 1
         firsts.append(page)
@@ -360,12 +364,19 @@ def _main_host(day: Day) -> str:
     return hosts.most_common(1)[0][0] if hosts else ""
 
 
-def _page_of(path: str, pages: Counter[tuple[str, str]], host: str) -> tuple[str, str]:
+def _page_of(
+    path: str,
+    pages: Counter[tuple[str, str]],
+    by_path: dict[str, list[tuple[str, str]]],
+    host: str,
+) -> tuple[str, str]:
+    """The page (host, path) an entry path stands for: one with page views left first."""
     path = path if path.startswith("/") else "/" + path
-    for page_host, page in pages:
-        if page == path and pages[(page_host, page)] > 0:
-            return page_host, page
-    return host, path
+    candidates = by_path.get(path, [])
+    for key in candidates:
+        if pages[key] > 0:
+            return key
+    return candidates[0] if candidates else (host, path)
 
 
 def _url(host: str, path: str) -> str:
