@@ -29,10 +29,22 @@ def test_projects_lifecycle(cli: Svcm) -> None:
     assert created["keys"]["public"].startswith("svc_live_")
     assert created["keys"]["secret"].startswith("svc_live_")
 
-    listed = cli("projects", "list").ok().stdout.splitlines()
+    listing, showing, nothing, twice, bad_name, unconfirmed = parallel(
+        lambda: cli("projects", "list"),
+        lambda: cli("projects", "show", name, "--json"),  # a name works as well as an id
+        lambda: cli("projects", "update", pid),
+        lambda: cli("projects", "create", name),
+        lambda: cli("projects", "create", "Bad Name"),
+        lambda: cli("projects", "delete", pid),  # not a terminal: no question, no delete
+    )
+    listed = listing.ok().stdout.splitlines()
     assert any(line.split("\t")[0] == pid for line in listed)  # plain: tab-separated, no header
+    nothing.fails(2, "nothing to change")
+    twice.fails(1, "exists already", "HTTP 409 conflict")
+    bad_name.fails(1, "`name`", "HTTP 400")
+    unconfirmed.fails(2, "--yes")
 
-    shown = cli("projects", "show", name, "--json").ok().json()  # a name works as well as an id
+    shown = showing.ok().json()
     assert shown["timezone"] == "Europe/Berlin"
     assert sorted(k["kind"] for k in shown["keys"]) == ["public", "secret"]
     assert "usage" in shown
@@ -48,11 +60,6 @@ def test_projects_lifecycle(cli: Svcm) -> None:
     assert again["options"]["excludePaths"] == ["/admin/*"]
     assert again["options"]["excludeAddresses"] == ["10.0.0.0/8"]
 
-    cli("projects", "update", pid).fails(2, "nothing to change")
-    cli("projects", "create", name).fails(1, "exists already", "HTTP 409 conflict")
-    cli("projects", "create", "Bad Name").fails(1, "`name`", "HTTP 400")
-
-    cli("projects", "delete", pid).fails(2, "--yes")  # not a terminal: no question, no delete
     cli("projects", "delete", pid, "--yes").ok()
     cli("projects", "show", pid).fails(1, f"no project '{pid}'", "HTTP 404 not_found")
 
