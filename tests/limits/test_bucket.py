@@ -106,8 +106,22 @@ def test_table_drops_full_buckets_and_stays_bounded() -> None:
     b = TokenBuckets(Rule("t", 10.0, 2), max_keys=5000)
     for i in range(3000):
         b.check(f"k{i}", i * 0.001)
-    # buckets refill in 0.1 s: the table holds about the last 100 ms of keys, not 3000
-    assert len(b) < 1200
+    # buckets refill in 0.2 s: the table holds the keys of the last two windows, not 3000
+    assert len(b) <= 401
     for i in range(20_000):
         b.check(f"burst{i}", 100.0)  # all at one instant: nothing is stale
-    assert len(b) <= 5000
+    assert len(b) <= 2 * 5000
+
+
+def test_forgetting_is_exact_below_the_key_bound() -> None:
+    """A bucket is dropped only once it would be full again: its level never jumps."""
+    rule = Rule("t", 1.0, 5)
+    b = TokenBuckets(rule)
+    for _ in range(5):
+        assert b.check("drained", 0.0).allowed
+    for i in range(20_000):  # other keys come and go; the generations turn every 5 s
+        now = i * 0.001
+        b.check(f"other{i}", now)
+        if i % 7 == 0:
+            assert b.level("drained", now) == pytest.approx(min(5.0, now))
+    assert len(b) <= 10_010  # two windows of keys (one counted in both)

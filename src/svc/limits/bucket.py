@@ -3,16 +3,15 @@
 A bucket holds up to ``burst`` tokens and refills at ``rate`` tokens a second; a request takes
 one token and is refused when less than one is left. A bucket nobody touched for
 ``burst / rate`` seconds is full again, the same as no bucket at all: such buckets are dropped
-from the table, so it stays as small as the set of recently active keys.
+from the table, so it holds only the keys active in the last two such windows.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 _SPEC = re.compile(
     r"^\s*(?P<count>\d+(?:\.\d+)?)\s*(?:/\s*(?P<unit>s|sec|second|m|min|minute|h|hour))?"
@@ -39,6 +38,13 @@ class Rule:
     rate: float
     burst: int
     setting: str = ""
+    # header values, made once (the rule is on every request)
+    limit_bytes: bytes = field(init=False, repr=False, compare=False)
+    policy_bytes: bytes = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "limit_bytes", str(self.burst).encode())
+        object.__setattr__(self, "policy_bytes", self.policy().encode())
 
     @property
     def enabled(self) -> bool:
@@ -73,15 +79,32 @@ def parse_rule(name: str, spec: str, setting: str = "") -> Rule:
     return Rule(name, count / seconds, burst, setting)
 
 
-@dataclass(slots=True)
 class Decision:
-    """The outcome of one check: allowed or not, and what the RateLimit headers say."""
+    """The outcome of one check: allowed or not, and what the RateLimit headers say.
 
-    allowed: bool
-    rule: Rule
-    remaining: int
-    retry_after: float  # seconds until a refused request would be allowed (0 when allowed)
-    reset: float  # seconds until the bucket is full again
+    A plain slotted class (made on every request): the header figures are derived on use."""
+
+    __slots__ = ("allowed", "cost", "level", "rule")
+
+    def __init__(self, allowed: bool, rule: Rule, level: float, cost: float = 1.0) -> None:
+        self.allowed = allowed
+        self.rule = rule
+        self.level = level if level > 0.0 else 0.0  # tokens left (after the take if allowed)
+        self.cost = cost
+
+    @property
+    def remaining(self) -> int:
+        return int(self.level)
+
+    @property
+    def retry_after(self) -> float:
+        """Seconds until a refused request would be allowed (0 when allowed)."""
+        return 0.0 if self.allowed else (self.cost - self.level) / self.rule.rate
+
+    @property
+    def reset(self) -> float:
+        """Seconds until the bucket is full again."""
+        return (self.rule.burst - self.level) / self.rule.rate
 
     def headers(self) -> dict[str, str]:
         """``RateLimit-*`` headers; with ``Retry-After`` when refused."""
@@ -96,20 +119,21 @@ class Decision:
         return out
 
     def raw_headers(self) -> list[tuple[bytes, bytes]]:
-        return [(k.lower().encode(), v.encode()) for k, v in self.headers().items()]
+        """The ``RateLimit-*`` headers of an allowed request, as ASGI wants them."""
+        rule = self.rule
+        level = self.level
+        reset = (rule.burst - level) / rule.rate
+        return [
+            (b"ratelimit-limit", rule.limit_bytes),
+            (b"ratelimit-remaining", b"%d" % level),
+            (b"ratelimit-reset", b"%d" % -(-reset // 1)),
+            (b"ratelimit-policy", rule.policy_bytes),
+        ]
 
 
 def decide(rule: Rule, level: float, allowed: bool, cost: float = 1.0) -> Decision:
     """The decision for a bucket at ``level`` tokens (after the take when allowed)."""
-    rate = rule.rate
-    level = max(0.0, level)
-    return Decision(
-        allowed,
-        rule,
-        int(level),
-        0.0 if allowed else (cost - level) / rate,
-        (rule.burst - level) / rate,
-    )
+    return Decision(allowed, rule, level, cost)
 
 
 def pick(decisions: Sequence[Decision]) -> Decision:
@@ -118,33 +142,64 @@ def pick(decisions: Sequence[Decision]) -> Decision:
     refused = [d for d in decisions if not d.allowed]
     if refused:
         return max(refused, key=lambda d: d.retry_after)
-    return min(decisions, key=lambda d: d.remaining)
+    return min(decisions, key=lambda d: d.level)
 
 
 class TokenBuckets:
     """The buckets of one rule in this process, by key (an address, a key hash, a project).
 
-    Not thread-safe: used from the event loop only. Entries are kept in least-recently-used
-    order; stale ones (full again) are dropped from the front as new ones come, and the table
-    never holds more than ``max_keys`` (evicting a bucket only makes it full: lenient).
+    Not thread-safe: used from the event loop only. The table has two generations: every
+    ``burst / rate`` seconds (the time an untouched bucket takes to fill) the older one is
+    dropped, which forgets only buckets that are full again, exactly as if they were kept. A
+    bucket found in the older generation moves to the newer. Past ``max_keys`` buckets in the
+    newer generation the generations turn early (lenient: some buckets are forgotten before
+    they are full).
     """
 
-    __slots__ = ("_burst", "_rate", "_table", "denied", "max_keys", "rule")
+    __slots__ = (
+        "_burst",
+        "_new",
+        "_old",
+        "_rate",
+        "_turned",
+        "_window",
+        "denied",
+        "max_keys",
+        "rule",
+    )
 
-    def __init__(self, rule: Rule, max_keys: int = 500_000) -> None:
+    def __init__(self, rule: Rule, max_keys: int = 200_000) -> None:
         self.rule = rule
         self._rate = rule.rate
         self._burst = float(rule.burst)
-        self._table: OrderedDict[str, list[float]] = OrderedDict()
+        self._window = rule.window
+        self._new: dict[str, list[float]] = {}
+        self._old: dict[str, list[float]] = {}
+        self._turned = -math.inf
         self.max_keys = max_keys
         self.denied = 0
 
     def __len__(self) -> int:
-        return len(self._table)
+        return len(self._new) + len(self._old)
+
+    def _turn(self, now: float) -> None:
+        self._old = self._new
+        self._new = {}
+        self._turned = now
+
+    def _entry(self, key: str, now: float) -> list[float] | None:
+        if now - self._turned >= self._window:
+            self._turn(now)
+        entry = self._new.get(key)
+        if entry is None:
+            entry = self._old.get(key)
+            if entry is not None:
+                self._new[key] = entry
+        return entry
 
     def level(self, key: str, now: float) -> float:
         """Tokens in the bucket at ``now`` (monotonic seconds), without taking any."""
-        entry = self._table.get(key)
+        entry = self._entry(key, now)
         if entry is None:
             return self._burst
         level = entry[0] + (now - entry[1]) * self._rate
@@ -152,35 +207,36 @@ class TokenBuckets:
 
     def set(self, key: str, level: float, now: float) -> None:
         """Record the bucket of ``key`` at ``level`` tokens at ``now``."""
-        table = self._table
-        entry = table.get(key)
+        entry = self._entry(key, now)
         if entry is not None:
             entry[0] = level
             entry[1] = now
-            table.move_to_end(key)
             return
-        table[key] = [level, now]
-        if len(table) > 1024:
-            self._trim(now)
-
-    def _trim(self, now: float) -> None:
-        table, rate, burst = self._table, self._rate, self._burst
-        for _ in range(2):
-            key, entry = next(iter(table.items()))
-            if entry[0] + (now - entry[1]) * rate < burst:
-                break
-            del table[key]
-        while len(table) > self.max_keys:
-            table.popitem(last=False)
+        self._new[key] = [level, now]
+        if len(self._new) > self.max_keys:
+            self._turn(now)
 
     def check(self, key: str, now: float, cost: float = 1.0) -> Decision:
         """Take ``cost`` tokens when there are enough; the decision either way."""
-        level = self.level(key, now)
-        if level >= cost:
-            self.set(key, level - cost, now)
-            return decide(self.rule, level - cost, True, cost)
-        self.denied += 1
-        return decide(self.rule, level, False, cost)
+        entry = self._entry(key, now)
+        if entry is None:
+            level = self._burst
+        else:
+            level = entry[0] + (now - entry[1]) * self._rate
+            if level > self._burst:
+                level = self._burst
+        if level < cost:
+            self.denied += 1
+            return Decision(False, self.rule, level, cost)
+        level -= cost
+        if entry is None:
+            self._new[key] = [level, now]
+            if len(self._new) > self.max_keys:
+                self._turn(now)
+        else:
+            entry[0] = level
+            entry[1] = now
+        return Decision(True, self.rule, level, cost)
 
     def charge(self, key: str, now: float, cost: float = 1.0) -> None:
         """Take ``cost`` tokens whatever is left (never below zero): for what has happened
@@ -197,15 +253,53 @@ def check_all(
         buckets, key = checks[0]
         return buckets.check(key, now, cost)
     levels = [b.level(k, now) for b, k in checks]
-    if all(level >= cost for level in levels):
-        decisions = []
+    for level in levels:
+        if level < cost:
+            break
+    else:
+        tightest: Decision | None = None
         for (buckets, key), level in zip(checks, levels, strict=True):
             buckets.set(key, level - cost, now)
-            decisions.append(decide(buckets.rule, level - cost, True, cost))
-        return pick(decisions)
+            if tightest is None or level - cost < tightest.level:
+                tightest = Decision(True, buckets.rule, level - cost, cost)
+        assert tightest is not None
+        return tightest
     refused = []
     for (buckets, _key), level in zip(checks, levels, strict=True):
         if level < cost:
             buckets.denied += 1
-            refused.append(decide(buckets.rule, level, False, cost))
+            refused.append(Decision(False, buckets.rule, level, cost))
     return pick(refused)
+
+
+def check_two(a: TokenBuckets, key_a: str, b: TokenBuckets, key_b: str, now: float) -> Decision:
+    """:func:`check_all` of two buckets and one token, unrolled (the ingestion hot path)."""
+    entry_a = a._entry(key_a, now)
+    entry_b = b._entry(key_b, now)
+    level_a = a._burst
+    if entry_a is not None:
+        level_a = entry_a[0] + (now - entry_a[1]) * a._rate
+        if level_a > a._burst:
+            level_a = a._burst
+    level_b = b._burst
+    if entry_b is not None:
+        level_b = entry_b[0] + (now - entry_b[1]) * b._rate
+        if level_b > b._burst:
+            level_b = b._burst
+    if level_a < 1.0 or level_b < 1.0:
+        return check_all(((a, key_a), (b, key_b)), now)
+    level_a -= 1.0
+    level_b -= 1.0
+    if entry_a is None:
+        a.set(key_a, level_a, now)
+    else:
+        entry_a[0] = level_a
+        entry_a[1] = now
+    if entry_b is None:
+        b.set(key_b, level_b, now)
+    else:
+        entry_b[0] = level_b
+        entry_b[1] = now
+    if level_a <= level_b:
+        return Decision(True, a.rule, level_a)
+    return Decision(True, b.rule, level_b)

@@ -42,6 +42,7 @@ class Limits:
             name: TokenBuckets(rule) for name, rule in self.rules.items() if rule.enabled
         }
         self.plans: Plans = parse_plans(settings.plans, settings.monthly_quota)
+        self.max_batch_events = settings.max_batch_events
         self.link = RedisLink(settings.redis_url) if settings.redis_url else None
         self.remote = RedisBuckets(self.link) if self.link is not None else None
         self.quotas: Quotas = (

@@ -32,7 +32,7 @@ from svc import credentials
 from svc.auth import Principal
 from svc.errors import ApiError, RateLimited
 from svc.http.common import error_response
-from svc.limits.bucket import Decision, TokenBuckets, check_all, decide
+from svc.limits.bucket import Decision, TokenBuckets, check_two
 from svc.limits.core import (
     AUTH_FAILURES_IP,
     INGEST_IP,
@@ -46,6 +46,7 @@ from svc.meta.store import Project
 
 INGEST, READ, MANAGE = 1, 2, 3
 MAX_TOKEN = 256
+MEMO_SECONDS = 1.0
 
 _WHAT = {
     INGEST_IP: "events from one address to a project",
@@ -97,43 +98,52 @@ class LimitsMiddleware:
         self.read_key = buckets.get(READ_KEY)
         self.manage = buckets.get(MANAGE_CREDENTIAL)
         self.auth_failures = buckets.get(AUTH_FAILURES_IP)
+        self.quotas = limits.quotas
+        self.batch = limits.max_batch_events
+        self._memo: dict[bytes | str, tuple[float, Principal, str]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = classify(scope["method"], scope["path"]) if scope["type"] == "http" else 0
-        try:
-            if kind:
-                await self._limited(kind, scope, receive, send)
-            else:
-                await self.app(scope, receive, send)
-        except ClientDisconnect:
-            return  # the client went away (or was cut off for being slow): nobody to answer
-
-    async def _limited(self, kind: int, scope: Scope, receive: Receive, send: Send) -> None:
         state = self.state
-        auth = state.runtime.auth
-        if auth is None:  # not started yet
-            await self.app(scope, receive, send)
+        auth = state.runtime.auth if kind else None
+        if auth is None:  # not a limited route (or not started yet)
+            try:  # noqa: SIM105 (a context manager costs more on the hot path)
+                await self.app(scope, receive, send)
+            except ClientDisconnect:
+                pass  # the client went away (or was cut off for being slow): nobody to answer
             return
-        limits, remote = self.limits, self.limits.remote
+        remote = self.limits.remote
         authorization = forwarded = None
         for name, value in scope["headers"]:
             if name == b"authorization":
                 authorization = value
             elif name == b"x-forwarded-for":
                 forwarded = value
-        token = _bearer(authorization)
         query = scope["query_string"]
-        if token is None and kind == INGEST and query and authorization is None:
-            token = _query_param(query, "key")
-        peer = scope["client"][0] if scope.get("client") else ""
-        proxies = state.proxies
-        address = (
-            proxies.client_address(peer, forwarded.decode("latin-1") if forwarded else None)
-            if proxies.networks
-            else peer
-        )
         now = time.monotonic()
-        principal = _known(auth, token) if token else None
+        # the credential as sent: the Authorization header, or a public key in the URL
+        raw: bytes | str | None = authorization
+        if raw is None and kind == INGEST and query:
+            raw = _query_param(query, "key")
+        token: str | None = None
+        principal: Principal | None = None
+        if raw is not None:
+            memo = self._memo.get(raw)
+            if memo is not None and memo[0] > now:
+                principal, token = memo[1], memo[2]
+            else:
+                token = _bearer(raw) if isinstance(raw, bytes) else raw
+                if token:
+                    principal = _known(auth, token)
+                    if principal is not None:
+                        self._remember(raw, token, principal, now)
+        client = scope.get("client")
+        address = client[0] if client else ""
+        proxies = state.proxies
+        if proxies.networks:
+            address = proxies.client_address(
+                address, forwarded.decode("latin-1") if forwarded else None
+            )
 
         gate = self.auth_failures
         if gate is not None and principal is None:
@@ -144,15 +154,16 @@ class LimitsMiddleware:
             )
             if level < 1.0:
                 gate.denied += 1
-                await self._refuse(decide(gate.rule, level, False), scope, receive, send)
+                await self._refuse(Decision(False, gate.rule, level), scope, receive, send)
                 return
 
-        checks: list[tuple[TokenBuckets, str]] = []
+        decision: Decision | None = None
         project: Project | None = None
-        month = ""
         if kind == INGEST:
-            if principal is None and token:
+            if principal is None and token and raw is not None:
                 principal = await _resolve(auth, token)
+                if principal is not None:
+                    self._remember(raw, token, principal, now)
             project_id = None
             if principal is not None:
                 project = principal.project
@@ -161,39 +172,80 @@ class LimitsMiddleware:
                 elif principal.is_admin and query:
                     project_id = _query_param(query, "projectId")
             if project_id:
-                if self.ingest_ip is not None:
-                    checks.append((self.ingest_ip, f"{address}|{project_id}"))
-                if self.ingest_project is not None:
-                    checks.append((self.ingest_project, project_id))
+                per_ip, per_project = self.ingest_ip, self.ingest_project
+                if remote is None:
+                    if per_ip is not None and per_project is not None:
+                        decision = check_two(
+                            per_ip, f"{address}|{project_id}", per_project, project_id, now
+                        )
+                    elif per_ip is not None:
+                        decision = per_ip.check(f"{address}|{project_id}", now)
+                    elif per_project is not None:
+                        decision = per_project.check(project_id, now)
+                else:
+                    checks: list[tuple[TokenBuckets, str]] = []
+                    if per_ip is not None:
+                        checks.append((per_ip, f"{address}|{project_id}"))
+                    if per_project is not None:
+                        checks.append((per_project, project_id))
+                    if checks:
+                        decision = await remote.check_all(checks, now)
         elif token:
             buckets = self.read_key if kind == READ else self.manage
             if buckets is not None:
-                checks.append((buckets, credential_id(token)))
+                key = credential_id(token)
+                decision = (
+                    buckets.check(key, now)
+                    if remote is None
+                    else await remote.check_all([(buckets, key)], now)
+                )
+        if decision is not None and not decision.allowed:
+            await self._refuse(decision, scope, receive, send)
+            return
 
-        decision: Decision | None = None
-        if checks:
-            decision = (
-                check_all(checks, now) if remote is None else await remote.check_all(checks, now)
-            )
-            if not decision.allowed:
-                await self._refuse(decision, scope, receive, send)
-                return
-        quotas = limits.quotas
+        warn = False
+        month = ""
+        quotas = self.quotas
         if project is not None:
-            month = current_month()
-            if quotas.exhausted(project, month):
-                quotas.refused_requests += 1
-                exc = quotas.exceeded(project, time.time_ns() // 1_000_000)
-                await error_response(exc)(scope, receive, send)
-                return
+            quota = quotas.plans.quota_of(project)
+            if quota > 0:
+                month = current_month()
+                used = quotas.peek(project.id, month)
+                if used >= quota and token:
+                    # the memo may be a second old: refuse on the project as it is now, and
+                    # when it is not known at once, let ingestion's exact check decide
+                    fresh = _known(auth, token)
+                    if fresh is not None and fresh.project is not None:
+                        project = fresh.project
+                        quota = quotas.plans.quota_of(project)
+                        if raw is not None:
+                            self._remember(raw, token, fresh, now)
+                    else:
+                        used = -1  # not known at once: never refused here
+                if 0 < quota <= used:
+                    quotas.refused_requests += 1
+                    exc = quotas.exceeded(project, time.time_ns() // 1_000_000)
+                    await error_response(exc)(scope, receive, send)
+                    return
+                # the answer may cross the warning share: look again when it leaves
+                warn = quotas.warning_percent > 0 and (used + self.batch) * 100 >= (
+                    quota * quotas.warning_percent
+                )
+        watch = gate is not None and principal is None  # a 401 costs the address a token
+        if decision is not None and kind == INGEST and decision.level * 2 >= decision.rule.burst:
+            decision = None  # ingestion answers carry RateLimit-* from half the burst used
+        if decision is None and not warn and not watch:
+            try:  # noqa: SIM105
+                await self.app(scope, receive, send)
+            except ClientDisconnect:
+                pass
+            return
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status = message["status"]
-                extra: list[tuple[bytes, bytes]] = []
-                if decision is not None:
-                    extra += decision.raw_headers()
-                if project is not None and status == 200:
+                extra = decision.raw_headers() if decision is not None else []
+                if warn and status == 200 and project is not None:
                     warning = quotas.warning(project, month)
                     if warning is not None:
                         extra.append((b"svc-quota-warning", warning.encode()))
@@ -206,7 +258,18 @@ class LimitsMiddleware:
                         await remote.charge(gate, address, time.monotonic())
             await send(message)
 
-        await self.app(scope, receive, send_with_headers)
+        try:  # noqa: SIM105
+            await self.app(scope, receive, send_with_headers)
+        except ClientDisconnect:
+            pass
+
+    def _remember(self, raw: bytes | str, token: str, principal: Principal, now: float) -> None:
+        """Keep a verified credential's principal for a second, by the credential as sent: the
+        next requests skip parsing and hashing it. Used only to choose buckets; the handler
+        authenticates every request itself."""
+        if len(self._memo) >= 10_000:
+            self._memo.clear()
+        self._memo[raw] = (now + MEMO_SECONDS, principal, token)
 
     async def _refuse(self, decision: Decision, scope: Scope, receive: Receive, send: Send) -> None:
         rule = decision.rule
