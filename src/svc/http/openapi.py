@@ -201,9 +201,19 @@ def _schemas() -> dict[str, Any]:
                         "excludeAddresses": {"type": "array", "items": {"type": "string"}},
                         "excludePaths": {"type": "array", "items": {"type": "string"}},
                         "onlyOwnDomains": {"type": "boolean"},
+                        "monthlyQuota": {
+                            "type": ["integer", "null"],
+                            "minimum": 0,
+                            "description": "Admin token only: the project's own events a month "
+                            "(0: unlimited; null: its plan's). See docs/limits.md.",
+                        },
                     },
                 },
-                "plan": {"type": "string", "description": "Admin token only."},
+                "plan": {
+                    "type": "string",
+                    "description": "Admin token only: a plan of SVC_PLANS (free, pro, business, "
+                    "unlimited by default).",
+                },
             },
         },
         "Key": {
