@@ -117,3 +117,11 @@ def test_spool_survives_an_unreachable_store(fresh_server: Server, n: int) -> No
     srv.start()
     srv.wait_loaded()
     assert srv.metrics(key, **{"from": "2000-01-01"})["pageviews"] == n
+
+
+def test_one_process_per_data_directory(fresh_server: Server) -> None:
+    srv = fresh_server.start()
+    second = Server(srv.data_dir)
+    with pytest.raises(RuntimeError, match="in use by process"):
+        second.start(timeout=20)
+    assert srv.health()["ready"] is True

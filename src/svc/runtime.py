@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import logging
+import os
 import socket
 import time
 from datetime import UTC, datetime, timedelta
@@ -57,6 +59,7 @@ class Runtime:
         self.auth: Authenticator | None = None
         self.generated_admin_token: str | None = None
         self._housekeeping: asyncio.Task[None] | None = None
+        self._lock_fd: int | None = None
 
     def _segment_ready(self) -> None:
         self.loader.notify()
@@ -69,6 +72,7 @@ class Runtime:
     async def start(self) -> None:
         settings = self.settings
         settings.data_dir.mkdir(parents=True, exist_ok=True)
+        self._lock_fd = lock_data_dir(settings.data_dir)
         token_hash, generated = load_admin_token_hash(settings.data_dir, settings.admin_token)
         self.generated_admin_token = generated
         self.auth = Authenticator(self.meta, token_hash, settings.key_cache_seconds)
@@ -100,6 +104,9 @@ class Runtime:
         self._flush_last_used()
         await asyncio.to_thread(self.store.close)
         await asyncio.to_thread(self.meta.close)
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # releases the lock
+            self._lock_fd = None
 
     # state rebuilt at start-up --------------------------------------------------------------
 
@@ -164,6 +171,29 @@ class Runtime:
                 self.meta.touch_keys(used)
             except Exception:
                 log.exception("could not record key use")
+
+
+class DataDirInUse(RuntimeError):
+    """Another svc process has the data directory (its spool and store) open."""
+
+
+def lock_data_dir(data_dir: Path) -> int:
+    """Take the data directory for this process: an exclusive ``flock`` on ``svc.lock``, which
+    names our pid. Released on stop or when the process dies, even by ``kill -9``."""
+    path = data_dir / "svc.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 32).decode(errors="replace").strip() or "another process"
+        os.close(fd)
+        raise DataDirInUse(
+            f"the data directory {data_dir} is in use by process {holder}; "
+            "run one svc process per data directory"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
 
 
 def _ms_of(value: str) -> int:
