@@ -19,7 +19,9 @@ the address's failures bucket. A client that goes away mid-request ends the requ
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
+import ipaddress
 import math
 import time
 from typing import Any
@@ -68,6 +70,20 @@ def classify(method: str, path: str) -> int:
     if path == "/projects" or path.startswith("/projects/"):
         return MANAGE
     return 0
+
+
+@functools.lru_cache(maxsize=65_536)
+def address_key(address: str) -> str:
+    """The key of a client address in the per-address buckets: an IPv4 address as it is, an
+    IPv6 address as its /64 network (one subscriber's share: its host bits are free to
+    change), an IPv4-mapped IPv6 address as its IPv4 address."""
+    try:
+        ip = ipaddress.IPv6Address(address.split("%", 1)[0])
+    except ValueError:
+        return address
+    if ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return ip.packed[:8].hex() + "::/64"
 
 
 def credential_id(token: str) -> str:
@@ -144,6 +160,8 @@ class LimitsMiddleware:
             address = proxies.client_address(
                 address, forwarded.decode("latin-1") if forwarded else None
             )
+        if ":" in address:
+            address = address_key(address)
 
         gate = self.auth_failures
         if gate is not None and principal is None:
