@@ -8,7 +8,7 @@ other load on the machine counts less):
 
 * ``bucket check``: one :meth:`TokenBuckets.check` (refill, take, LRU move) over ``--keys``
   distinct keys, as with many client addresses;
-* ``ingest check (2 buckets)``: :func:`check_two` over the per-address+project and
+* ``ingest check (2 buckets)``: :func:`admit_two` over the per-address+project and
   per-project buckets, all or nothing, as POST /analytics does;
 * ``quota reserve+release``: the in-process quota reservation around one event;
 * ``middleware, POST /analytics``: a whole request through :class:`LimitsMiddleware` (headers
@@ -30,7 +30,7 @@ from typing import Any
 
 from svc import credentials
 from svc.auth import Authenticator
-from svc.limits.bucket import Rule, TokenBuckets, check_two
+from svc.limits.bucket import Rule, TokenBuckets, admit_two
 from svc.limits.core import Limits
 from svc.limits.middleware import LimitsMiddleware
 from svc.limits.plans import parse_plans
@@ -68,14 +68,14 @@ def bench_bucket(n: int, keys: int) -> float:
     return time.process_time() - started
 
 
-def bench_check_two(n: int, keys: int) -> float:
+def bench_admit_two(n: int, keys: int) -> float:
     ip = TokenBuckets(Rule("ip", 1e9, 10**9))
     project = TokenBuckets(Rule("project", 1e9, 10**9))
     names = [f"10.0.{i // 256}.{i % 256}|p" for i in range(keys)]
     now = time.monotonic
     started = time.process_time()
     for i in range(n):
-        check_two(ip, names[i % keys], project, "p", now())
+        admit_two(ip, names[i % keys], project, "p", now())
     return time.process_time() - started
 
 
@@ -182,7 +182,7 @@ def main() -> None:
     n, rounds, keys = args.n, args.r, args.keys
     rows = {
         "bucket check": best(lambda k: bench_bucket(k, keys), n, rounds),
-        "ingest check (2 buckets)": best(lambda k: bench_check_two(k, keys), n, rounds),
+        "ingest check (2 buckets)": best(lambda k: bench_admit_two(k, keys), n, rounds),
         "quota reserve+release": best(lambda k: bench_quota(k, keys), n, rounds),
     }
     pairs = [bench_middleware(n, keys) for _ in range(rounds)]

@@ -274,6 +274,17 @@ def check_all(
 
 def check_two(a: TokenBuckets, key_a: str, b: TokenBuckets, key_b: str, now: float) -> Decision:
     """:func:`check_all` of two buckets and one token, unrolled (the ingestion hot path)."""
+    decision = admit_two(a, key_a, b, key_b, now, math.inf)
+    assert decision is not None
+    return decision
+
+
+def admit_two(
+    a: TokenBuckets, key_a: str, b: TokenBuckets, key_b: str, now: float, quiet: float = 0.5
+) -> Decision | None:
+    """Take one token from both buckets or from neither. None when taken and each bucket still
+    holds more than ``quiet`` of its burst (nothing worth telling the client: no object is
+    made); else the decision of the tighter bucket (refused, or allowed and getting low)."""
     entry_a = a._entry(key_a, now)
     entry_b = b._entry(key_b, now)
     level_a = a._burst
@@ -300,6 +311,8 @@ def check_two(a: TokenBuckets, key_a: str, b: TokenBuckets, key_b: str, now: flo
     else:
         entry_b[0] = level_b
         entry_b[1] = now
+    if level_a > quiet * a._burst and level_b > quiet * b._burst:
+        return None
     if level_a <= level_b:
         return Decision(True, a.rule, level_a)
     return Decision(True, b.rule, level_b)

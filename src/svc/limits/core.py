@@ -45,10 +45,11 @@ class Limits:
         self.max_batch_events = settings.max_batch_events
         self.link = RedisLink(settings.redis_url) if settings.redis_url else None
         self.remote = RedisBuckets(self.link) if self.link is not None else None
+        warning, margin = settings.quota_warning_percent, settings.max_batch_events
         self.quotas: Quotas = (
-            RedisQuotas(self.plans, usage, self.link, settings.quota_warning_percent)
+            RedisQuotas(self.plans, usage, self.link, warning, margin)
             if self.link is not None
-            else Quotas(self.plans, usage, settings.quota_warning_percent)
+            else Quotas(self.plans, usage, warning, margin)
         )
 
     @property

@@ -34,7 +34,7 @@ from svc import credentials
 from svc.auth import Principal
 from svc.errors import ApiError, RateLimited
 from svc.http.common import error_response
-from svc.limits.bucket import Decision, TokenBuckets, check_two
+from svc.limits.bucket import Decision, TokenBuckets, admit_two
 from svc.limits.core import (
     AUTH_FAILURES_IP,
     INGEST_IP,
@@ -115,20 +115,27 @@ class LimitsMiddleware:
         self.manage = buckets.get(MANAGE_CREDENTIAL)
         self.auth_failures = buckets.get(AUTH_FAILURES_IP)
         self.quotas = limits.quotas
-        self.batch = limits.max_batch_events
+        self.attention = limits.quotas.attention
+        self.remote = limits.remote
+        self.runtime = state.runtime
+        self.proxies = state.proxies
         self._memo: dict[bytes | str, tuple[float, Principal, str]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        kind = classify(scope["method"], scope["path"]) if scope["type"] == "http" else 0
-        state = self.state
-        auth = state.runtime.auth if kind else None
+        if scope["type"] != "http":
+            kind = 0
+        elif scope["path"] == "/analytics":
+            kind = INGEST if scope["method"] == "POST" else 0
+        else:
+            kind = classify(scope["method"], scope["path"])
+        auth = self.runtime.auth if kind else None
         if auth is None:  # not a limited route (or not started yet)
             try:  # noqa: SIM105 (a context manager costs more on the hot path)
                 await self.app(scope, receive, send)
             except ClientDisconnect:
                 pass  # the client went away (or was cut off for being slow): nobody to answer
             return
-        remote = self.limits.remote
+        remote = self.remote
         authorization = forwarded = None
         for name, value in scope["headers"]:
             if name == b"authorization":
@@ -155,7 +162,7 @@ class LimitsMiddleware:
                         self._remember(raw, token, principal, now)
         client = scope.get("client")
         address = client[0] if client else ""
-        proxies = state.proxies
+        proxies = self.proxies
         if proxies.networks:
             address = proxies.client_address(
                 address, forwarded.decode("latin-1") if forwarded else None
@@ -193,7 +200,7 @@ class LimitsMiddleware:
                 per_ip, per_project = self.ingest_ip, self.ingest_project
                 if remote is None:
                     if per_ip is not None and per_project is not None:
-                        decision = check_two(
+                        decision = admit_two(
                             per_ip, f"{address}|{project_id}", per_project, project_id, now
                         )
                     elif per_ip is not None:
@@ -224,7 +231,7 @@ class LimitsMiddleware:
         warn = False
         month = ""
         quotas = self.quotas
-        if project is not None:
+        if project is not None and project.id in self.attention:  # near or at its quota
             quota = quotas.plans.quota_of(project)
             if quota > 0:
                 month = current_month()
@@ -246,7 +253,7 @@ class LimitsMiddleware:
                     await error_response(exc)(scope, receive, send)
                     return
                 # the answer may cross the warning share: look again when it leaves
-                warn = quotas.warning_percent > 0 and (used + self.batch) * 100 >= (
+                warn = quotas.warning_percent > 0 and (used + quotas.margin) * 100 >= (
                     quota * quotas.warning_percent
                 )
         watch = gate is not None and principal is None  # a 401 costs the address a token

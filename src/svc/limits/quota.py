@@ -76,12 +76,24 @@ class Quotas:
 
     backend = "memory"
 
-    def __init__(self, plans: Plans, usage: Counts, warning_percent: int = 80) -> None:
+    def __init__(
+        self, plans: Plans, usage: Counts, warning_percent: int = 80, margin: int = 1000
+    ) -> None:
         self.plans = plans
         self.usage = usage
         self.warning_percent = warning_percent
+        self.margin = margin  # the largest batch: how far one request can move the count
         self.quota_seen: dict[str, int] = {}
+        # project id -> month, for projects whose count is near or at their quota: only those
+        # need a closer look before ingestion (a dict lookup for every other project)
+        self.attention: dict[str, str] = {}
         self.refused_requests = 0
+
+    def note(self, project_id: str, month: str, used: int, quota: int) -> None:
+        """Mark a project whose next request may reach the warning share or the quota."""
+        share = self.warning_percent if self.warning_percent > 0 else 100
+        if quota > 0 and (used + self.margin) * 100 >= quota * share:
+            self.attention[project_id] = month
 
     def quota_of(self, project: Project) -> int:
         return self.plans.quota_of(project)
@@ -96,7 +108,9 @@ class Quotas:
         if n <= 0:
             return 0
         if quota > 0:
-            n = min(n, quota - self.usage.of(project.id, month))
+            used = self.usage.of(project.id, month)
+            n = min(n, quota - used)
+            self.note(project.id, month, used + max(n, 0), quota)
             if n <= 0:
                 return 0
         self.usage.add(project.id, month, n)

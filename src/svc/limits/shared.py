@@ -218,9 +218,14 @@ class RedisQuotas(Quotas):
     backend = "redis"
 
     def __init__(
-        self, plans: Plans, usage: Counts, link: RedisLink, warning_percent: int = 80
+        self,
+        plans: Plans,
+        usage: Counts,
+        link: RedisLink,
+        warning_percent: int = 80,
+        margin: int = 1000,
     ) -> None:
-        super().__init__(plans, usage, warning_percent)
+        super().__init__(plans, usage, warning_percent, margin)
         self.link = link
         self.shared: dict[tuple[str, str], int] = {}
         self.unsynced: dict[tuple[str, str], int] = {}
@@ -254,6 +259,7 @@ class RedisQuotas(Quotas):
                 if granted:
                     self.usage.add(project.id, month, granted)
                 self.shared[slot] = total
+                self.note(project.id, month, total, quota)
                 return granted
         granted = await super().reserve(project, month, n)
         if granted:
