@@ -116,6 +116,7 @@ class LimitsMiddleware:
         self.auth_failures = buckets.get(AUTH_FAILURES_IP)
         self.quotas = limits.quotas
         self.attention = limits.quotas.attention
+        self.quota_seen = limits.quotas.quota_seen
         self.remote = limits.remote
         self.runtime = state.runtime
         self.proxies = state.proxies
@@ -231,7 +232,10 @@ class LimitsMiddleware:
         warn = False
         month = ""
         quotas = self.quotas
-        if project is not None and project.id in self.attention:  # near or at its quota
+        # a closer look only for a project near or at its quota, or not seen since the start
+        if project is not None and (
+            project.id in self.attention or project.id not in self.quota_seen
+        ):
             quota = quotas.plans.quota_of(project)
             if quota > 0:
                 month = current_month()
