@@ -6,6 +6,10 @@ it likes. This protocol gives each request ``header_timeout`` seconds from its f
 from the connection's opening) to finish its headers and ``body_timeout`` seconds after that to
 finish its body. Past a deadline the client gets 408 ``request_timeout`` when it had started a
 request and no answer has begun, and the connection is closed.
+
+A request costs two writes of a number (no timer of its own: a timer per request costs more
+than the rest of the check); one timer per event loop sweeps the open connections twice a
+second.
 """
 
 from __future__ import annotations
@@ -35,38 +39,60 @@ def _response_408(seconds: float) -> bytes:
     )
 
 
+_LIVE: set[SlowClientProtocol] = set()
+_SWEEPERS: dict[asyncio.AbstractEventLoop, asyncio.TimerHandle] = {}
+SWEEP_SECONDS = 0.5
+
+
+def _sweep(loop: asyncio.AbstractEventLoop) -> None:
+    """Cut off the connections of this loop past their deadline; again in a moment while any
+    connection is open. One timer for all connections: a request only writes a number."""
+    now = loop.time()
+    live = False
+    for protocol in list(_LIVE):
+        if protocol.loop is not loop:
+            continue
+        live = True
+        deadline = protocol._svc_deadline
+        if deadline and now >= deadline:
+            protocol._svc_expired()
+    if live:
+        _SWEEPERS[loop] = loop.call_later(SWEEP_SECONDS, _sweep, loop)
+    else:
+        _SWEEPERS.pop(loop, None)
+
+
 class SlowClientProtocol(HttpToolsProtocol):
-    """``HttpToolsProtocol`` with header and body deadlines (class attributes; 0: none)."""
+    """``HttpToolsProtocol`` with header and body deadlines (class attributes; 0: none),
+    enforced within ``SWEEP_SECONDS`` of passing."""
 
     header_timeout: float = 10.0
     body_timeout: float = 30.0
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._svc_timer: asyncio.TimerHandle | None = None
+        self._svc_deadline = 0.0  # loop time; 0: none
         self._svc_phase = ""
         self._svc_started = False
 
     def _svc_arm(self, phase: str, seconds: float) -> None:
-        if self._svc_timer is not None:
-            self._svc_timer.cancel()
-            self._svc_timer = None
         self._svc_phase = phase
-        if seconds > 0:
-            self._svc_timer = self.loop.call_later(seconds, self._svc_expired)
+        self._svc_deadline = self.loop.time() + seconds if seconds > 0 else 0.0
 
     def _svc_disarm(self) -> None:
-        if self._svc_timer is not None:
-            self._svc_timer.cancel()
-            self._svc_timer = None
+        self._svc_deadline = 0.0
         self._svc_phase = ""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._svc_started = False
         self._svc_arm("headers", self.header_timeout)
+        _LIVE.add(self)
+        if self.loop not in _SWEEPERS:
+            _SWEEPERS[self.loop] = self.loop.call_later(SWEEP_SECONDS, _sweep, self.loop)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        _LIVE.discard(self)
         self._svc_disarm()
         super().connection_lost(exc)
 
@@ -90,8 +116,8 @@ class SlowClientProtocol(HttpToolsProtocol):
         self._svc_started = False
 
     def _svc_expired(self) -> None:
-        self._svc_timer = None
-        phase, self._svc_phase = self._svc_phase, ""
+        phase = self._svc_phase
+        self._svc_disarm()
         transport = self.transport
         if transport.is_closing():
             return
