@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from typing import Any
 
 import pytest
 import redis
@@ -120,12 +121,41 @@ async def test_redis_away_fails_open_to_this_process_and_catches_up(redis_url: s
     try:
         client = redis.Redis.from_url(redis_url)
         client.set("svc:usage:svc_proj_shared:2025-01", 10)
-        ledger.link = link
-        ledger._reserve = link.client.register_script(ledger._reserve.script)
-        ledger._release = link.client.register_script(ledger._release.script)
-        assert await ledger.reserve(project(100), "2025-01", 1) == 1
+        back = RedisQuotas(parse_plans("", 100_000), usage, link)  # the same process, later
+        back.unsynced = ledger.unsynced
+        assert await back.reserve(project(100), "2025-01", 1) == 1
         assert int(client.get("svc:usage:svc_proj_shared:2025-01") or 0) == 16
-        assert not ledger.unsynced
+        assert not back.unsynced
+    finally:
+        await link.close()
+
+
+async def test_concurrent_checks_share_one_script_call(redis_url: str) -> None:
+    """Many concurrent requests: their checks go to Redis together, and stay exact."""
+    link = RedisLink(redis_url)
+    try:
+        remote = RedisBuckets(link)
+        calls = 0
+        run = remote._batcher._run
+
+        async def counting(items: list[Any]) -> list[Any]:
+            nonlocal calls
+            calls += 1
+            return await run(items)
+
+        remote._batcher._run = counting
+        per_project = TokenBuckets(Rule("project", 0.001, 100))
+        now = time.monotonic()
+        decisions = await asyncio.gather(
+            *(remote.check_all([(per_project, "p")], now) for _ in range(300))
+        )
+        assert sum(d.allowed for d in decisions) == 100
+        assert calls <= 5, calls  # 300 checks, a few script calls
+        ledger = RedisQuotas(parse_plans("", 100_000), Usage(), link)
+        granted = await asyncio.gather(
+            *(ledger.reserve(project(250), "2025-02", 3) for _ in range(100))
+        )
+        assert sum(granted) == 250 and sorted(set(granted)) == [0, 1, 3]
     finally:
         await link.close()
 

@@ -1,11 +1,14 @@
 """Limits shared by several svc processes through one Redis (``SVC_REDIS_URL``).
 
-* Rate limits: the token buckets live in Redis hashes (tokens, time), updated by one Lua
-  script per request that checks every bucket of the request and takes from all or none, with
-  Redis's own clock (so the processes' clocks do not matter).
+* Rate limits: the token buckets live in Redis hashes (tokens, time), updated by a Lua script
+  that checks every bucket of a request and takes from all or none, with Redis's own clock
+  (so the processes' clocks do not matter).
 * Quotas: one counter per project and month, ``INCRBY`` to reserve and ``DECRBY`` to give
   back, capped at the quota inside the same script; seeded once per month key (``SET NX``)
   from the process's own count (its event store and spool).
+* The checks (and the reservations) of concurrent requests are coalesced into one script call
+  (:class:`Batcher`): Redis runs them in order, atomically, and redis-py's cost is paid per
+  call, not per request.
 
 When Redis cannot be reached the limits fail open to this process's own buckets and counts
 (ingestion must go on); the events accepted meanwhile are added to the shared counter when
@@ -14,10 +17,11 @@ Redis answers again. A failed call keeps this process off Redis for a second.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Generic, TypeVar
 
 import redis
 import redis.asyncio as aredis
@@ -34,68 +38,137 @@ RETRY_AFTER_FAILURE_S = 1.0
 QUOTA_KEY_TTL_S = 40 * 86400
 
 BUCKETS_LUA = """
-local mode = ARGV[1]
-local cost = tonumber(ARGV[2])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local levels = {}
-local ok = 1
-for i = 1, #KEYS do
-  local rate = tonumber(ARGV[2 * i + 1])
-  local burst = tonumber(ARGV[2 * i + 2])
-  local v = redis.call('HMGET', KEYS[i], 'v', 't')
-  local level = burst
-  if v[1] then
-    local elapsed = now - tonumber(v[2])
-    if elapsed < 0 then elapsed = 0 end
-    level = tonumber(v[1]) + elapsed * rate
-    if level > burst then level = burst end
-  end
-  levels[i] = level
-  if level < cost then ok = 0 end
-end
-if mode == 'charge' then ok = 1 end
-if mode ~= 'peek' and ok == 1 then
-  for i = 1, #KEYS do
-    local rate = tonumber(ARGV[2 * i + 1])
-    local burst = tonumber(ARGV[2 * i + 2])
-    local level = levels[i] - cost
-    if level < 0 then level = 0 end
+local out = {}
+local a = 1
+local k = 1
+while a <= #ARGV do
+  local n = tonumber(ARGV[a])
+  local mode = ARGV[a + 1]
+  local cost = tonumber(ARGV[a + 2])
+  a = a + 3
+  local levels, rates, bursts = {}, {}, {}
+  local ok = 1
+  for i = 1, n do
+    local rate = tonumber(ARGV[a])
+    local burst = tonumber(ARGV[a + 1])
+    a = a + 2
+    rates[i], bursts[i] = rate, burst
+    local v = redis.call('HMGET', KEYS[k + i - 1], 'v', 't')
+    local level = burst
+    if v[1] then
+      local elapsed = now - tonumber(v[2])
+      if elapsed < 0 then elapsed = 0 end
+      level = tonumber(v[1]) + elapsed * rate
+      if level > burst then level = burst end
+    end
     levels[i] = level
-    redis.call('HSET', KEYS[i], 'v', string.format('%.6f', level),
-               't', string.format('%.6f', now))
-    redis.call('PEXPIRE', KEYS[i], math.ceil(burst / rate * 1000) + 1000)
+    if level < cost then ok = 0 end
   end
+  if mode == 'charge' then ok = 1 end
+  if mode ~= 'peek' and ok == 1 then
+    for i = 1, n do
+      local level = levels[i] - cost
+      if level < 0 then level = 0 end
+      levels[i] = level
+      redis.call('HSET', KEYS[k + i - 1], 'v', string.format('%.6f', level),
+                 't', string.format('%.6f', now))
+      redis.call('PEXPIRE', KEYS[k + i - 1], math.ceil(bursts[i] / rates[i] * 1000) + 1000)
+    end
+  end
+  out[#out + 1] = ok
+  for i = 1, n do out[#out + 1] = string.format('%.6f', levels[i]) end
+  k = k + n
 end
-local out = {ok}
-for i = 1, #KEYS do out[i + 1] = string.format('%.6f', levels[i]) end
 return out
 """
 
-RESERVE_LUA = """
-local seed = tonumber(ARGV[1])
-local n = tonumber(ARGV[2])
-local quota = tonumber(ARGV[3])
-local extra = tonumber(ARGV[5])
-local created = redis.call('SET', KEYS[1], seed, 'NX', 'EX', ARGV[4])
-if (not created) and extra ~= 0 then redis.call('INCRBY', KEYS[1], extra) end
-local total = redis.call('INCRBY', KEYS[1], n)
-local granted = n
-if quota > 0 and total > quota then
-  local excess = total - quota
-  if excess > n then excess = n end
-  granted = n - excess
-  total = redis.call('DECRBY', KEYS[1], excess)
+COUNTERS_LUA = """
+local out = {}
+for i = 1, #KEYS do
+  local b = (i - 1) * 6
+  local op = ARGV[b + 1]
+  local n = tonumber(ARGV[b + 3])
+  if op == 'r' then
+    local quota = tonumber(ARGV[b + 4])
+    local extra = tonumber(ARGV[b + 6])
+    local created = redis.call('SET', KEYS[i], ARGV[b + 2], 'NX', 'EX', ARGV[b + 5])
+    if (not created) and extra ~= 0 then redis.call('INCRBY', KEYS[i], extra) end
+    local total = redis.call('INCRBY', KEYS[i], n)
+    local granted = n
+    if quota > 0 and total > quota then
+      local excess = total - quota
+      if excess > n then excess = n end
+      granted = n - excess
+      total = redis.call('DECRBY', KEYS[i], excess)
+    end
+    out[#out + 1] = granted
+    out[#out + 1] = total
+  else
+    local total = 0
+    if redis.call('EXISTS', KEYS[i]) == 1 then total = redis.call('DECRBY', KEYS[i], n) end
+    out[#out + 1] = 0
+    out[#out + 1] = total
+  end
 end
-return {granted, total}
+return out
 """
 
-RELEASE_LUA = """
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  return redis.call('DECRBY', KEYS[1], ARGV[1])
-end
-return 0
-"""
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class Batcher(Generic[T, R]):
+    """Coalesces calls made while the previous batch is on its way into one script call.
+
+    Idle, a call goes out on the next turn of the event loop (with whatever else came in that
+    turn); busy, calls wait for the batch in flight and then all go together. One round trip
+    and one command for many requests: redis-py's cost is per command, not per key.
+    """
+
+    def __init__(self, run: Callable[[list[T]], Awaitable[list[R]]], limit: int = 256) -> None:
+        self._run = run
+        self._limit = limit
+        self._pending: list[tuple[T, asyncio.Future[R]]] = []
+        self._busy = False
+
+    async def submit(self, item: T) -> R:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[R] = loop.create_future()
+        self._pending.append((item, future))
+        if not self._busy:
+            self._busy = True
+            loop.call_soon(self._flush)
+        return await future
+
+    def _flush(self) -> None:
+        batch, self._pending = self._pending[: self._limit], self._pending[self._limit :]
+        if not batch:
+            self._busy = False
+            return
+        task = asyncio.ensure_future(self._send(batch))
+        _TASKS.add(task)
+        task.add_done_callback(_TASKS.discard)
+
+    async def _send(self, batch: list[tuple[T, asyncio.Future[R]]]) -> None:
+        try:
+            results = await self._run([item for item, _ in batch])
+        except BaseException as exc:  # every caller gets the failure (and falls back)
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+        else:
+            for (_, future), result in zip(batch, results, strict=True):
+                if not future.done():
+                    future.set_result(result)
+        finally:
+            self._flush()
+
+
+_TASKS: set[asyncio.Task[None]] = set()
 
 
 class RedisLink:
@@ -154,31 +227,50 @@ class RedisLink:
         self.sync.close()
 
 
+Check = tuple[str, Sequence[tuple[TokenBuckets, str]], float]  # mode, buckets, cost
+
+
 class RedisBuckets:
-    """Token buckets in Redis; each check is one script call over every bucket it names."""
+    """Token buckets in Redis: each check names every bucket of its request; the checks of
+    concurrent requests go to Redis together, in one script call."""
 
     def __init__(self, link: RedisLink, prefix: str = "svc:rl:") -> None:
         self.link = link
         self.prefix = prefix
         self._script = link.client.register_script(BUCKETS_LUA)
+        self._batcher: Batcher[Check, tuple[bool, list[float]]] = Batcher(self._call)
         self.fallbacks = 0
+
+    async def _call(self, checks: list[Check]) -> list[tuple[bool, list[float]]]:
+        keys: list[str] = []
+        args: list[Any] = []
+        prefix = self.prefix
+        for mode, buckets, cost in checks:
+            args += [len(buckets), mode, cost]
+            for b, k in buckets:
+                keys.append(f"{prefix}{b.rule.name}:{k}")
+                args += [b.rule.rate, b.rule.burst]
+        out = await self._script(keys=keys, args=args)
+        results: list[tuple[bool, list[float]]] = []
+        i = 0
+        for _mode, buckets, _cost in checks:
+            n = len(buckets)
+            results.append((bool(int(out[i])), [float(v) for v in out[i + 1 : i + 1 + n]]))
+            i += 1 + n
+        return results
 
     async def _run(
         self, mode: str, checks: Sequence[tuple[TokenBuckets, str]], cost: float
     ) -> tuple[bool, list[float]] | None:
         if not self.link.usable():
             return None
-        keys = [f"{self.prefix}{b.rule.name}:{k}" for b, k in checks]
-        args: list[Any] = [mode, cost]
-        for b, _k in checks:
-            args += [b.rule.rate, b.rule.burst]
         try:
-            out = await self._script(keys=keys, args=args)
+            result = await self._batcher.submit((mode, checks, cost))
         except (redis.RedisError, OSError) as exc:
             self.link.failed(exc)
             return None
         self.link.succeeded()
-        return bool(int(out[0])), [float(v) for v in out[1:]]
+        return result
 
     async def check_all(
         self, checks: Sequence[tuple[TokenBuckets, str]], now: float, cost: float = 1.0
@@ -229,12 +321,19 @@ class RedisQuotas(Quotas):
         self.link = link
         self.shared: dict[tuple[str, str], int] = {}
         self.unsynced: dict[tuple[str, str], int] = {}
-        self._reserve = link.client.register_script(RESERVE_LUA)
-        self._release = link.client.register_script(RELEASE_LUA)
+        self._script = link.client.register_script(COUNTERS_LUA)
+        self._batcher: Batcher[tuple[str, list[Any]], tuple[int, int]] = Batcher(self._call)
 
     @staticmethod
     def key(project_id: str, month: str) -> str:
         return f"svc:usage:{project_id}:{month}"
+
+    async def _call(self, ops: list[tuple[str, list[Any]]]) -> list[tuple[int, int]]:
+        """Reservations and releases of concurrent requests, in order, in one script call."""
+        keys = [key for key, _args in ops]
+        args = [a for _key, op_args in ops for a in op_args]
+        out = await self._script(keys=keys, args=args)
+        return [(int(out[i]), int(out[i + 1])) for i in range(0, len(out), 2)]
 
     async def reserve(self, project: Project, month: str, n: int) -> int:
         quota = self.plans.quota_of(project)
@@ -245,17 +344,15 @@ class RedisQuotas(Quotas):
         if self.link.usable():
             extra = self.unsynced.pop(slot, 0)
             seed = self.usage.of(project.id, month)
+            op = ["r", seed, n, quota, QUOTA_KEY_TTL_S, extra]
             try:
-                granted, total = await self._reserve(
-                    keys=[self.key(*slot)], args=[seed, n, quota, QUOTA_KEY_TTL_S, extra]
-                )
+                granted, total = await self._batcher.submit((self.key(*slot), op))
             except (redis.RedisError, OSError) as exc:
                 self.link.failed(exc)
                 if extra:
                     self.unsynced[slot] = self.unsynced.get(slot, 0) + extra
             else:
                 self.link.succeeded()
-                granted, total = int(granted), int(total)
                 if granted:
                     self.usage.add(project.id, month, granted)
                 self.shared[slot] = total
@@ -273,12 +370,12 @@ class RedisQuotas(Quotas):
         slot = (project_id, month)
         if self.link.usable():
             try:
-                total = await self._release(keys=[self.key(*slot)], args=[n])
+                _, total = await self._batcher.submit((self.key(*slot), ["d", 0, n, 0, 0, 0]))
             except (redis.RedisError, OSError) as exc:
                 self.link.failed(exc)
             else:
                 self.link.succeeded()
-                self.shared[slot] = int(total)
+                self.shared[slot] = total
                 return
         self.unsynced[slot] = self.unsynced.get(slot, 0) - n
 
