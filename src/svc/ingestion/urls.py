@@ -6,6 +6,7 @@ Query strings are dropped except the UTM parameters, ``source``/``ref`` and clic
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from urllib.parse import parse_qsl, urlsplit
 
 UTM_FIELDS = ("utm_source", "utm_medium", "utm_campaign", "utm_content", "utm_term")
@@ -38,11 +39,13 @@ class PageUrl:
         return ""
 
 
+@lru_cache(maxsize=4096)
 def parse_page_url(url: str) -> PageUrl:
     """Hostname (lower case, no ``www.``, no port), path (``/`` at least, with the fragment
     when the URL has one: hash-routed pages) and kept parameters.
 
-    A bare path (``/pricing?utm_source=x``) has an empty hostname.
+    A bare path (``/pricing?utm_source=x``) has an empty hostname. Results are cached (a
+    site's page URLs repeat): the :class:`PageUrl` returned is shared, never change it.
     """
     try:
         parts = urlsplit(url.strip())
