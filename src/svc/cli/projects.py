@@ -327,8 +327,9 @@ def run_show(ctx: Context) -> int:
     pairs = _project_pairs(doc)
     usage = doc.get("usage") or {}
     if usage:
-        events, quota = usage.get("events", 0), usage.get("quota", "?")
-        pairs.append(("usage", f"{events:,} of {quota:,} events in {usage.get('month')}"))
+        events, quota = usage.get("events", 0), usage.get("quota")
+        limit = f"{quota:,}" if isinstance(quota, int) and quota else "unlimited"
+        pairs.append(("usage", f"{events:,} of {limit} events in {usage.get('month')}"))
     if not ctx.out.stdout_tty:
         ctx.out.record(pairs)
         for row in _key_rows(doc.get("keys", [])):
