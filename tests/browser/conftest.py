@@ -31,6 +31,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
+
 from tests.conftest import BROWSER_UA
 from tests.support import Server
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from datetime import UTC, datetime
 from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
 
