@@ -49,7 +49,7 @@ lint: $(STAMPS)/venv
 typecheck: $(STAMPS)/venv
 	$(VENV)/bin/mypy
 
-pytest: $(STAMPS)/venv tracker dashboard chromium services
+pytest: $(STAMPS)/venv tracker dashboard chromium services client-js-build
 	set -a && source $(STAMPS)/services.env && set +a && \
 	$(PY) -m pytest $(PYTEST_ARGS)
 

@@ -86,7 +86,9 @@ def seeded(server: Server) -> Seeded:
     )
 
 
-@pytest.fixture(scope="session")
+# Module scope: Playwright's sync API keeps an event loop running in the main thread while it
+# lives, which would break every later test that runs asyncio (and a second Playwright).
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
     if not CHROMIUM.exists():
         pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
