@@ -72,20 +72,19 @@ def breakdown_sql(scope: QueryScope, dim: Dimension, page: Page) -> str:
             f"SELECT value, {SESSION_AGGREGATES}, count() OVER () AS total_rows "
             f"FROM ({sessions}) GROUP BY value {tail}"
         )
-    per_value = (
-        f"SELECT session_id, {dim.column} AS value, countIf(name = 'page_view') AS pv, "
-        f"count() AS ev FROM events WHERE {scope.range_where} AND {scope.event_filter} "
-        f"AND {dim.rows} "
-        "GROUP BY session_id, value"
-    )
-    sessions = scope.sessions()
+    # One pass over the events: each session with a map of its values to their page views
+    # and events (sumMap), spread into rows by ARRAY JOIN. No join, one GROUP BY session.
+    cond = f"({scope.event_filter}) AND ({dim.rows})"
+    per_value = f"sumMapIf([{dim.column}], [toUInt64(name = 'page_view')], [toUInt64(1)], {cond})"
+    sessions = scope.sessions({"by_value": per_value})
     return (
-        "SELECT value, uniqExact(s.visitor) AS visitors, count() AS sessions, "
-        "sum(r.pv) AS pageviews, sum(r.ev) AS events, "
-        "countIf(s.all_pv = 1 AND s.all_ev = 1) AS bounces, "
-        "countIf(s.all_pv > 0) AS sessions_with_pv, sum(s.dur) AS duration_ms, "
+        "SELECT value, uniqExact(visitor) AS visitors, count() AS sessions, "
+        "sum(value_pv) AS pageviews, sum(value_ev) AS events, "
+        "countIf(all_pv = 1 AND all_ev = 1) AS bounces, "
+        "countIf(all_pv > 0) AS sessions_with_pv, sum(dur) AS duration_ms, "
         "count() OVER () AS total_rows "
-        f"FROM ({per_value}) AS r INNER JOIN ({sessions}) AS s ON r.session_id = s.session_id "
+        f"FROM ({sessions}) "
+        "ARRAY JOIN by_value.1 AS value, by_value.2 AS value_pv, by_value.3 AS value_ev "
         f"GROUP BY value {tail}"
     )
 
