@@ -155,7 +155,7 @@ def query_figures(args: argparse.Namespace) -> tuple[list[Figure], dict[str, Any
     ds = report.dataset
     figures = [
         Figure(
-            f"start-up with a {ds['events'] / 1e6:.0f}M-event store",
+            f"start-up with a {ds['events'] / 1e6:g}M-event store",
             "< 3 s",
             f"{report.startup_s:.2f} s",
             report.startup_s < 3,
