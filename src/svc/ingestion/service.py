@@ -50,10 +50,12 @@ class IngestResult:
             if self.dropped:
                 out["dropped"] = len(self.dropped)
             if self.rejected:
-                out["rejected"] = [{"index": i, **e.body()} for i, e in self.rejected]
-                for entry in out["rejected"]:
-                    entry.pop("ok", None)
+                out["rejected"] = self.rejected_json()
         return out
+
+    def rejected_json(self) -> list[dict[str, Any]]:
+        """``[{"index": i, "error": {...}}]`` of the events refused."""
+        return [{"index": i, "error": e.body()["error"]} for i, e in self.rejected]
 
 
 class Usage:
@@ -181,9 +183,7 @@ class _BatchRejected(ApiError):
     def body(self) -> dict[str, Any]:
         out = super().body()
         out["accepted"] = 0
-        out["rejected"] = [
-            {"index": i, "error": e.body()["error"]} for i, e in self.result.rejected
-        ]
+        out["rejected"] = self.result.rejected_json()
         return out
 
 

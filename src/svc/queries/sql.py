@@ -10,37 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from svc.queries.dates import DateRange
+from svc.queries.scope import QueryScope
 
 
 @dataclass
 class Statement:
     sql: str
     params: dict[str, Any] = field(default_factory=dict)
-
-
-def range_params(project_id: str, rng: DateRange, prefix: str = "") -> dict[str, Any]:
-    return {
-        f"{prefix}project": project_id,
-        f"{prefix}start": rng.start_utc.replace(tzinfo=None),
-        f"{prefix}end": rng.end_utc.replace(tzinfo=None),
-    }
-
-
-def range_where(prefix: str = "") -> str:
-    return (
-        f"project_id = {{{prefix}project:String}} "
-        f"AND ts >= {{{prefix}start:DateTime64(3, 'UTC')}} "
-        f"AND ts < {{{prefix}end:DateTime64(3, 'UTC')}}"
-    )
-
-
-def events_of_project(project_id: str, limit: int) -> Statement:
-    """The newest events of a project (diagnostics and tests)."""
-    sql = (
-        "SELECT * FROM events WHERE project_id = {project:String} "
-        "ORDER BY ts DESC LIMIT {limit:UInt32}"
-    )
-    return Statement(sql, {"project": project_id, "limit": limit})
 
 
 def usage_by_project_month(since_month_start: Any) -> Statement:
@@ -82,5 +58,6 @@ EXPORT_COLUMNS = (
 
 def export_events(project_id: str, rng: DateRange) -> Statement:
     """Every event of a project in a range, oldest first, in the documented export columns."""
-    sql = f"SELECT {EXPORT_COLUMNS} FROM events WHERE {range_where()} ORDER BY ts, event_id"
-    return Statement(sql, range_params(project_id, rng))
+    scope = QueryScope(project_id, rng)
+    sql = f"SELECT {EXPORT_COLUMNS} FROM events WHERE {scope.range_where} ORDER BY ts, event_id"
+    return Statement(sql, scope.params)
