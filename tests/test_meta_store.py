@@ -1,4 +1,5 @@
-"""The metadata store on real SQLite and real PostgreSQL: migrations, projects, keys, salts."""
+"""The metadata store on real SQLite and real PostgreSQL: migrations, projects, keys, salts,
+usage."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from sqlalchemy import text
 
 from svc import credentials
 from svc.errors import Conflict, NotFound
+from svc.ingestion.service import Usage
 from svc.meta.migrations import MIGRATIONS, current_version
 from svc.meta.store import MetaStore
+from svc.meta.usage import UsageRecorder
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -108,9 +111,62 @@ def test_salts_rotate_and_old_ones_are_destroyed(meta: MetaStore) -> None:
     assert meta.salt_days() == ["2026-01-02", "2026-01-03"]
 
 
-def test_usage_adds_up(meta: MetaStore) -> None:
+def test_usage_records_absolute_counts(meta: MetaStore) -> None:
     meta.create_project("acme")
-    meta.add_usage({("svc_proj_acme", "2026-01"): 5})
-    meta.add_usage({("svc_proj_acme", "2026-01"): 7})
+    meta.record_usage({("svc_proj_acme", "2026-01"): 5})
+    meta.record_usage({("svc_proj_acme", "2026-01"): 5})  # the same flush again: no change
+    assert meta.usage_of("svc_proj_acme", "2026-01") == 5
+    meta.record_usage({("svc_proj_acme", "2026-01"): 12, ("svc_proj_acme", "2026-02"): 3})
     assert meta.usage_of("svc_proj_acme", "2026-01") == 12
-    assert meta.usage_of("svc_proj_acme", "2026-02") == 0
+    assert meta.usage_of("svc_proj_acme", "2026-02") == 3
+    assert meta.usage_of("svc_proj_acme", "2026-03") == 0
+
+
+def test_usage_is_never_lowered_nor_recorded_for_missing_projects(meta: MetaStore) -> None:
+    meta.create_project("acme")
+    meta.record_usage({("svc_proj_acme", "2026-01"): 40})
+    meta.record_usage({("svc_proj_acme", "2026-01"): 30})  # an older or partial count
+    assert meta.usage_of("svc_proj_acme", "2026-01") == 40
+    meta.record_usage({("svc_proj_gone", "2026-01"): 7, ("svc_proj_acme", "2026-01"): 0})
+    assert meta.usage_of("svc_proj_gone", "2026-01") == 0
+    meta.delete_project("svc_proj_acme")
+    meta.record_usage({("svc_proj_acme", "2026-01"): 41})  # a flush after the delete
+    with meta.engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM usage")).scalar() == 0
+
+
+def test_usage_recorder_writes_what_changed(meta: MetaStore) -> None:
+    meta.create_project("acme")
+    meta.create_project("beta")
+    counts = Usage()
+    counts.add("svc_proj_acme", "2026-01", 3)
+    counts.add("svc_proj_beta", "2026-01", 0)
+    recorder = UsageRecorder(meta)
+    snapshot = recorder.snapshot(counts.counts, counts.of)
+    assert recorder.flush(snapshot) == 1
+    assert recorder.flush(recorder.snapshot(counts.counts, counts.of)) == 0
+    counts.add("svc_proj_acme", "2026-01", 2)
+    counts.add("svc_proj_beta", "2026-01", 9)
+    assert recorder.flush(recorder.snapshot(counts.counts, counts.of)) == 2
+    assert meta.usage_of("svc_proj_acme", "2026-01") == 5
+    assert meta.usage_of("svc_proj_beta", "2026-01") == 9
+    # a new process (say after a crash) records its counts again: nothing is added twice
+    assert UsageRecorder(meta).flush(recorder.snapshot(counts.counts, counts.of)) == 2
+    assert meta.usage_of("svc_proj_acme", "2026-01") == 5
+
+
+def test_usage_recorder_retries_after_a_failed_write(
+    meta: MetaStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    meta.create_project("acme")
+    recorder = UsageRecorder(meta)
+
+    def broken(counts: object) -> None:
+        raise OSError("metadata store away")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(meta, "record_usage", broken)
+        with pytest.raises(OSError):
+            recorder.flush({("svc_proj_acme", "2026-01"): 4})
+    assert recorder.flush({("svc_proj_acme", "2026-01"): 4}) == 1
+    assert meta.usage_of("svc_proj_acme", "2026-01") == 4

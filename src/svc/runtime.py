@@ -25,6 +25,7 @@ from svc.auth import Authenticator, load_admin_token_hash
 from svc.ingestion.identity import Salts
 from svc.ingestion.service import IngestService
 from svc.meta.store import MetaStore
+from svc.meta.usage import UsageRecorder
 from svc.queries import sql
 from svc.settings import Settings
 from svc.spool.loader import Loader
@@ -150,17 +151,30 @@ class Runtime:
     # housekeeping ---------------------------------------------------------------------------
 
     async def _housekeep(self) -> None:
-        while True:
-            await asyncio.sleep(10)
+        usage = UsageRecorder(self.meta)  # the monthly counts, recorded in the metadata store
+
+        async def record_usage() -> None:
+            counts = usage.snapshot(self.ingest.usage.counts, self.ingest.quotas.peek)
+            await asyncio.to_thread(usage.flush, counts)
+
+        try:
+            while True:
+                await asyncio.sleep(10)
+                try:
+                    now = now_ms()
+                    pipeline = self.ingest.pipeline
+                    pipeline.sessions.expire(now)
+                    pipeline.event_ids.expire(now)
+                    await asyncio.to_thread(self.salts.refresh, now)
+                    self._flush_last_used()
+                    await record_usage()
+                except Exception:  # housekeeping must never stop the service
+                    log.exception("housekeeping failed")
+        finally:  # stopped: record the last counts
             try:
-                now = now_ms()
-                pipeline = self.ingest.pipeline
-                pipeline.sessions.expire(now)
-                pipeline.event_ids.expire(now)
-                await asyncio.to_thread(self.salts.refresh, now)
-                self._flush_last_used()
-            except Exception:  # housekeeping must never stop the service
-                log.exception("housekeeping failed")
+                await record_usage()
+            except Exception:
+                log.exception("could not record usage")
 
     def _flush_last_used(self) -> None:
         if self.auth is None:

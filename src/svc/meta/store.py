@@ -9,10 +9,24 @@ import json
 import os
 import secrets
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, delete, event, insert, select, update
+from sqlalchemy import (
+    Engine,
+    bindparam,
+    cast,
+    create_engine,
+    delete,
+    event,
+    exists,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.pool import StaticPool
 
@@ -334,19 +348,23 @@ class MetaStore:
 
     # usage --------------------------------------------------------------------------------
 
-    def add_usage(self, counts: dict[tuple[str, str], int]) -> None:
-        """Add event counts per (project, month)."""
+    def record_usage(self, counts: Mapping[tuple[str, str], int]) -> None:
+        """Record the events counted per (project, month) as absolute counts.
+
+        A count replaces the recorded one only when it is larger: recording the same counts
+        again (a retried or replayed flush) changes nothing, and several processes recording
+        the same month never lower it. Counts of projects that do not exist (deleted) are
+        not recorded. One statement for all rows (executemany).
+        """
+        rows = [
+            {"p": project_id, "m": month, "n": int(n)}
+            for (project_id, month), n in counts.items()
+            if n > 0
+        ]
+        if not rows:
+            return
         with self.engine.begin() as conn:
-            for (project_id, month), n in counts.items():
-                result = conn.execute(
-                    update(tables.usage)
-                    .where(tables.usage.c.project_id == project_id, tables.usage.c.month == month)
-                    .values(events=tables.usage.c.events + n)
-                )
-                if result.rowcount == 0:
-                    conn.execute(
-                        insert(tables.usage).values(project_id=project_id, month=month, events=n)
-                    )
+            conn.execute(_record_usage_statement(self.engine.dialect.name), rows)
 
     def usage_of(self, project_id: str, month: str) -> int:
         with self.engine.connect() as conn:
@@ -356,6 +374,25 @@ class MetaStore:
                 )
             ).scalar()
         return int(value or 0)
+
+
+def _record_usage_statement(dialect: str) -> Any:
+    """INSERT the (project, month, events) of bound ``p``, ``m``, ``n`` if the project exists;
+    on an existing row keep the larger count. SQLite and PostgreSQL spell the upsert alike."""
+    upsert: Any = sqlite_insert if dialect == "sqlite" else pg_insert
+    usage, projects = tables.usage, tables.projects
+    project_id = cast(bindparam("p"), usage.c.project_id.type)
+    source = select(
+        project_id,
+        cast(bindparam("m"), usage.c.month.type),
+        cast(bindparam("n"), usage.c.events.type),
+    ).where(exists().where(projects.c.id == project_id))
+    stmt = upsert(usage).from_select(["project_id", "month", "events"], source)
+    return stmt.on_conflict_do_update(
+        index_elements=[usage.c.project_id, usage.c.month],
+        set_={"events": stmt.excluded.events},
+        where=usage.c.events < stmt.excluded.events,
+    )
 
 
 def _project(row: Any) -> Project:
