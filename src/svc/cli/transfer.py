@@ -485,15 +485,12 @@ class StoreSink:
         ids = [c.row.event_id for c in batch if c.row.event_id]
         if not ids:
             return set()
+        from svc.queries.transfer import stored_event_ids
+
         lo = min(c.row.ts_ms for c in batch)
         hi = max(c.row.ts_ms for c in batch)
-        found = self.store.query(
-            "SELECT DISTINCT event_id FROM events WHERE project_id = {project:String} "
-            "AND ts >= {lo:DateTime64(3, 'UTC')} AND ts <= {hi:DateTime64(3, 'UTC')} "
-            "AND event_id IN {ids:Array(String)}",
-            {"project": self.project.id, "lo": _dt(lo), "hi": _dt(hi), "ids": ids},
-        )
-        return {str(r[0]) for r in found}
+        stmt = stored_event_ids(self.project.id, lo, hi, ids)
+        return {str(r[0]) for r in self.store.query(stmt.sql, stmt.params)}
 
     def write(self, batch: list[Checked], summary: Summary) -> None:
         import msgspec
@@ -515,12 +512,6 @@ class StoreSink:
                 "run the same command again to go on (what is stored already is skipped)"
             ) from exc
         summary.imported += len(rows)
-
-
-def _dt(ms: int) -> Any:
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(ms / 1000, UTC).replace(tzinfo=None)
 
 
 def event_row(c: Checked, project: Project) -> EventRow:
