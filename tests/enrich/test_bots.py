@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
+import re2
 from crawleruseragents import CRAWLER_USER_AGENTS_DATA
 
 from svc.ingestion.enrich import bots
@@ -202,6 +205,41 @@ def test_every_instance_of_the_maintained_list_is_caught() -> None:
         if bot_reason(instance) is None
     ]
     assert not missed
+
+
+_PLAIN_ANY = re2.compile(
+    "|".join((bots._HEADLESS, bots._HTTP_LIBRARY, bots._GENERIC_CRAWLER, bots._CRAWLER_LIST)),
+    bots._options(),
+)
+_PLAIN_HEADLESS = re2.compile(bots._HEADLESS, bots._options())
+_PLAIN_HTTP_LIBRARY = re2.compile(bots._HTTP_LIBRARY, bots._options())
+
+
+def _reason_by_plain_regexes(ua: str) -> str | None:
+    """The reason as three separate searches tell it (how bots.py did it before the set)."""
+    data = ua.strip().encode("utf-8", "replace")
+    if _PLAIN_ANY.search(data) is None:
+        return None
+    if _PLAIN_HEADLESS.search(data) is not None:
+        return "headless"
+    if _PLAIN_HTTP_LIBRARY.search(data) is not None:
+        return "http_library"
+    return "crawler"
+
+
+def test_one_set_pass_agrees_with_plain_regexes() -> None:
+    instances = [i for entry in CRAWLER_USER_AGENTS_DATA for i in entry.get("instances", [])]
+    known = BROWSERS + [ua for ua, _ in BOTS if ua and ua.strip() not in ("", "-")] + instances
+    rng = random.Random(7)
+    tokens = ["HeadlessChrome/1", "curl/8", "node", "Ruby", "xbot/1", "+https://a.b", "Mozilla/5.0"]
+    mixed = []
+    for _ in range(3_000):
+        ua = rng.choice(known)
+        words = ua.split(" ")
+        words.insert(rng.randrange(len(words) + 1), rng.choice(tokens + known))
+        mixed.append(" ".join(words) if rng.random() < 0.8 else rng.choice(tokens))
+    for ua in known + mixed:
+        assert bots._reason(ua) == _reason_by_plain_regexes(ua), ua
 
 
 def test_cached_and_cut() -> None:
