@@ -88,6 +88,37 @@ def test_transport_and_http_client_are_exclusive() -> None:
         create_client(**BASE, http_client=httpx.AsyncClient())  # type: ignore[arg-type]
 
 
+def test_both_clients_take_the_same_options_with_the_same_defaults() -> None:
+    import inspect
+
+    from svc.client import AsyncClient, BaseClient, ClientOptions
+
+    options: ClientOptions = {"api_key": "svc_live_k", "project_id": "svc_proj_test"}
+    options["endpoint"] = ENDPOINT
+    sync, async_ = create_client(**options), create_async_client(**options)
+    try:
+        assert isinstance(async_, AsyncClient)
+        for name in ClientOptions.__annotations__:
+            if name not in ("api_key", "project_id", "endpoint"):
+                assert getattr(sync, f"_{name}") == getattr(async_, f"_{name}"), name
+        assert (sync._flush_interval, sync._max_batch_size, sync._max_queue_size) == (
+            2.0,
+            100,
+            10_000,
+        )
+        assert (sync._timeout, sync._max_retries) == (10.0, 5)
+        assert (sync._retry_base_delay, sync._retry_max_delay) == (0.5, 30.0)
+        # every option of ClientOptions is a parameter of BaseClient, and no other but the lock
+        params = set(inspect.signature(BaseClient.__init__).parameters) - {"self", "lock"}
+        assert params == set(ClientOptions.__annotations__)
+    finally:
+        sync.close()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'tenant'"):
+        create_client(**BASE, tenant="acme")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="api_key"):
+        create_async_client(project_id="svc_proj_test", endpoint=ENDPOINT)  # type: ignore[call-arg]
+
+
 # ----- track ------------------------------------------------------------------------------------
 
 TRACK_ERRORS: list[tuple[str, Callable[[Client], None], type, str]] = [

@@ -20,6 +20,8 @@ client.flush()``, ``await client.aclose()``, ``async with``). Documentation: ``d
 
 from __future__ import annotations
 
+from typing import Unpack
+
 import httpx
 
 from svc.client._async import AsyncClient
@@ -27,6 +29,7 @@ from svc.client._core import (
     GA4_HELPERS,
     VERSION,
     BaseClient,
+    ClientOptions,
     ClientStats,
     EventContext,
     Item,
@@ -44,6 +47,7 @@ __all__ = [
     "AsyncClient",
     "BaseClient",
     "Client",
+    "ClientOptions",
     "ClientStats",
     "EventContext",
     "Item",
@@ -60,20 +64,9 @@ __all__ = [
 
 def create_client(
     *,
-    api_key: str,
-    project_id: str,
-    endpoint: str,
-    flush_interval: float = 2.0,
-    max_batch_size: int = 100,
-    max_queue_size: int = 10_000,
-    timeout: float = 10.0,
-    max_retries: int = 5,
-    retry_base_delay: float = 0.5,
-    retry_max_delay: float = 30.0,
-    on_error: OnError | None = None,
-    session_id: str | None = None,
     transport: httpx.BaseTransport | None = None,
     http_client: httpx.Client | None = None,
+    **options: Unpack[ClientOptions],
 ) -> Client:
     """A client for threaded code, sending from a background daemon thread.
 
@@ -81,11 +74,14 @@ def create_client(
       end user's ``user_agent``/``ip``).
     - ``project_id``: ``svc_proj_<name>``. ``endpoint``: the ingestion URL, e.g.
       ``https://analytics.example.com/analytics``.
-    - ``flush_interval``: seconds a partial batch waits (0: only full batches and ``flush()``).
-    - ``max_batch_size``: events a request, 1-1000. ``max_queue_size``: events kept while
-      waiting; past it the oldest are dropped, counted in ``stats().dropped`` and reported.
-    - ``timeout``: seconds before a request is abandoned and retried. ``max_retries``,
-      ``retry_base_delay``, ``retry_max_delay`` (seconds): the backoff, see ``docs/clients.md``.
+    - ``flush_interval``: seconds a partial batch waits (0: only full batches and ``flush()``;
+      default 2.0).
+    - ``max_batch_size``: events a request, 1-1000 (default 100). ``max_queue_size``: events
+      kept while waiting (default 10,000); past it the oldest are dropped, counted in
+      ``stats().dropped`` and reported.
+    - ``timeout``: seconds before a request is abandoned and retried (default 10.0).
+      ``max_retries`` (5), ``retry_base_delay`` (0.5 s), ``retry_max_delay`` (30.0 s): the
+      backoff, see ``docs/clients.md``.
     - ``on_error``: called with an :class:`SvcError` for every failure (default: a warning on
       the ``svc.client`` logger). ``session_id``: sent with every event unless a call overrides it.
     - ``transport`` or ``http_client``: the httpx transport or client to send with (tests,
@@ -93,56 +89,15 @@ def create_client(
 
     Raises ``TypeError``/``ValueError`` for invalid options.
     """
-    return Client(
-        api_key=api_key,
-        project_id=project_id,
-        endpoint=endpoint,
-        flush_interval=flush_interval,
-        max_batch_size=max_batch_size,
-        max_queue_size=max_queue_size,
-        timeout=timeout,
-        max_retries=max_retries,
-        retry_base_delay=retry_base_delay,
-        retry_max_delay=retry_max_delay,
-        on_error=on_error,
-        session_id=session_id,
-        transport=transport,
-        http_client=http_client,
-    )
+    return Client(transport=transport, http_client=http_client, **options)
 
 
 def create_async_client(
     *,
-    api_key: str,
-    project_id: str,
-    endpoint: str,
-    flush_interval: float = 2.0,
-    max_batch_size: int = 100,
-    max_queue_size: int = 10_000,
-    timeout: float = 10.0,
-    max_retries: int = 5,
-    retry_base_delay: float = 0.5,
-    retry_max_delay: float = 30.0,
-    on_error: OnError | None = None,
-    session_id: str | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
     http_client: httpx.AsyncClient | None = None,
+    **options: Unpack[ClientOptions],
 ) -> AsyncClient:
     """A client for asyncio apps; the options of :func:`create_client`, with an httpx
     ``AsyncBaseTransport`` or ``AsyncClient`` to send with."""
-    return AsyncClient(
-        api_key=api_key,
-        project_id=project_id,
-        endpoint=endpoint,
-        flush_interval=flush_interval,
-        max_batch_size=max_batch_size,
-        max_queue_size=max_queue_size,
-        timeout=timeout,
-        max_retries=max_retries,
-        retry_base_delay=retry_base_delay,
-        retry_max_delay=retry_max_delay,
-        on_error=on_error,
-        session_id=session_id,
-        transport=transport,
-        http_client=http_client,
-    )
+    return AsyncClient(transport=transport, http_client=http_client, **options)

@@ -8,14 +8,15 @@ import contextlib
 import time
 from collections import deque
 from types import TracebackType
-from typing import Any
+from typing import Any, Unpack
 
 import httpx
 
 from svc.client import _validate as v
 from svc.client._core import (
     BaseClient,
-    OnError,
+    ClientOptions,
+    _check_http,
     _network_error,
     _Outcome,
     _outcome,
@@ -42,43 +43,12 @@ class AsyncClient(BaseClient):
     def __init__(
         self,
         *,
-        api_key: str,
-        project_id: str,
-        endpoint: str,
-        flush_interval: float = 2.0,
-        max_batch_size: int = 100,
-        max_queue_size: int = 10_000,
-        timeout: float = 10.0,
-        max_retries: int = 5,
-        retry_base_delay: float = 0.5,
-        retry_max_delay: float = 30.0,
-        on_error: OnError | None = None,
-        session_id: str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         http_client: httpx.AsyncClient | None = None,
+        **options: Unpack[ClientOptions],
     ) -> None:
-        super().__init__(
-            api_key=api_key,
-            project_id=project_id,
-            endpoint=endpoint,
-            flush_interval=flush_interval,
-            max_batch_size=max_batch_size,
-            max_queue_size=max_queue_size,
-            timeout=timeout,
-            max_retries=max_retries,
-            retry_base_delay=retry_base_delay,
-            retry_max_delay=retry_max_delay,
-            on_error=on_error,
-            session_id=session_id,
-            lock=contextlib.nullcontext(),
-        )
-        if transport is not None and http_client is not None:
-            v.type_error("create_async_client", "pass transport or http_client, not both")
-        if http_client is not None and not isinstance(http_client, httpx.AsyncClient):
-            v.type_error(
-                "create_async_client",
-                f"http_client must be an httpx.AsyncClient, got {v.describe(http_client)}",
-            )
+        super().__init__(lock=contextlib.nullcontext(), **options)
+        _check_http("create_async_client", transport, http_client, httpx.AsyncClient)
         self._transport = transport
         self._http: httpx.AsyncClient | None = http_client
         self._owns_http = http_client is None

@@ -33,7 +33,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Final, TypeAlias, TypedDict, Unpack
+from typing import Any, Final, Required, TypeAlias, TypedDict, Unpack
 
 import httpx
 
@@ -59,6 +59,24 @@ Properties: TypeAlias = Mapping[str, PropertyValue | Sequence[Item]]
 Timestamp: TypeAlias = datetime | int | float
 """When an event happened: a ``datetime`` or milliseconds since the epoch."""
 OnError: TypeAlias = Callable[[SvcError], object]
+
+
+class ClientOptions(TypedDict, total=False):
+    """The options of :func:`create_client` and :func:`create_async_client` (the TypeScript
+    ``ClientOptions``), with their defaults and checks in :class:`BaseClient`."""
+
+    api_key: Required[str]
+    project_id: Required[str]
+    endpoint: Required[str]
+    flush_interval: float
+    max_batch_size: int
+    max_queue_size: int
+    timeout: float
+    max_retries: int
+    retry_base_delay: float
+    retry_max_delay: float
+    on_error: OnError | None
+    session_id: str | None
 
 
 class EventContext(TypedDict, total=False):
@@ -247,6 +265,16 @@ def _option(
     return n
 
 
+def _check_http(where: str, transport: object, http_client: object, kind: type) -> None:
+    """The ``transport``/``http_client`` options: at most one, the client of the right kind."""
+    if transport is not None and http_client is not None:
+        v.type_error(where, "pass transport or http_client, not both")
+    if http_client is not None and not isinstance(http_client, kind):
+        v.type_error(
+            where, f"http_client must be an httpx.{kind.__name__}, got {v.describe(http_client)}"
+        )
+
+
 def _post_blocking(
     http: httpx.Client, endpoint: str, headers: Mapping[str, str], post: _Post
 ) -> _Outcome:
@@ -285,19 +313,19 @@ class BaseClient:
     def __init__(
         self,
         *,
+        lock: AbstractContextManager[Any],
         api_key: str,
         project_id: str,
         endpoint: str,
-        flush_interval: float,
-        max_batch_size: int,
-        max_queue_size: int,
-        timeout: float,
-        max_retries: int,
-        retry_base_delay: float,
-        retry_max_delay: float,
-        on_error: OnError | None,
-        session_id: str | None,
-        lock: AbstractContextManager[Any],
+        flush_interval: float = 2.0,
+        max_batch_size: int = 100,
+        max_queue_size: int = 10_000,
+        timeout: float = 10.0,
+        max_retries: int = 5,
+        retry_base_delay: float = 0.5,
+        retry_max_delay: float = 30.0,
+        on_error: OnError | None = None,
+        session_id: str | None = None,
     ) -> None:
         where = "create_client"
         self._api_key = v.check_string(where, "api_key", api_key)

@@ -9,13 +9,15 @@ import threading
 import time
 import weakref
 from types import TracebackType
+from typing import Unpack
 
 import httpx
 
 from svc.client import _validate as v
 from svc.client._core import (
     BaseClient,
-    OnError,
+    ClientOptions,
+    _check_http,
     _Outcome,
     _Post,
     _post_blocking,
@@ -40,44 +42,13 @@ class Client(BaseClient):
     def __init__(
         self,
         *,
-        api_key: str,
-        project_id: str,
-        endpoint: str,
-        flush_interval: float = 2.0,
-        max_batch_size: int = 100,
-        max_queue_size: int = 10_000,
-        timeout: float = 10.0,
-        max_retries: int = 5,
-        retry_base_delay: float = 0.5,
-        retry_max_delay: float = 30.0,
-        on_error: OnError | None = None,
-        session_id: str | None = None,
         transport: httpx.BaseTransport | None = None,
         http_client: httpx.Client | None = None,
+        **options: Unpack[ClientOptions],
     ) -> None:
         lock = threading.RLock()
-        super().__init__(
-            api_key=api_key,
-            project_id=project_id,
-            endpoint=endpoint,
-            flush_interval=flush_interval,
-            max_batch_size=max_batch_size,
-            max_queue_size=max_queue_size,
-            timeout=timeout,
-            max_retries=max_retries,
-            retry_base_delay=retry_base_delay,
-            retry_max_delay=retry_max_delay,
-            on_error=on_error,
-            session_id=session_id,
-            lock=lock,
-        )
-        if transport is not None and http_client is not None:
-            v.type_error("create_client", "pass transport or http_client, not both")
-        if http_client is not None and not isinstance(http_client, httpx.Client):
-            v.type_error(
-                "create_client",
-                f"http_client must be an httpx.Client, got {v.describe(http_client)}",
-            )
+        super().__init__(lock=lock, **options)
+        _check_http("create_client", transport, http_client, httpx.Client)
         self._cond = threading.Condition(lock)
         self._transport = transport
         self._http: httpx.Client | None = http_client
