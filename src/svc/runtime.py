@@ -122,8 +122,8 @@ class Runtime:
         timeout = timedelta(milliseconds=pipeline.sessions.timeout_ms)
         stmt = sql.recent_sessions((now - 2 * timeout).replace(tzinfo=None))
         pipeline.sessions.seed(
-            (p, int(v), int(s), int(a), int(b))
-            for p, v, s, a, b in self.store.query(stmt.sql, stmt.params)
+            (p, int(v), int(s), int(st), int(a), int(b))
+            for p, v, s, st, a, b in self.store.query(stmt.sql, stmt.params)
         )
         month_start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
         stmt = sql.usage_by_project_month(month_start.replace(tzinfo=None))
@@ -143,8 +143,18 @@ class Runtime:
                 ts = _ms_of(row["ts"])
                 if row.get("event_id"):
                     pipeline.event_ids.seed([(row["project_id"], row["event_id"], received)])
+                start = _ms_of(row["session_start"]) if row.get("session_start") else ts
                 pipeline.sessions.seed(
-                    [(row["project_id"], int(row["visitor_id"]), int(row["session_id"]), ts, ts)]
+                    [
+                        (
+                            row["project_id"],
+                            int(row["visitor_id"]),
+                            int(row["session_id"]),
+                            start,
+                            ts,
+                            ts,
+                        )
+                    ]
                 )
                 self.ingest.usage.add(row["project_id"], month_of(received), 1)
 

@@ -90,29 +90,43 @@ def visitor_id(salt: bytes, project_id: str, address: str, user_agent: str) -> i
 class _Session:
     session_id: int
     visitor_id: int
+    start_ms: int  # the first event seen: keys the session's row, never moves
     first_ms: int
     last_ms: int
 
 
-class SessionTracker:
-    """Assigns derived session ids: a new session after ``timeout_ms`` without events.
+@dataclass(slots=True)
+class _ClientSession:
+    start_ms: int
+    last_ms: int
 
-    State is in memory, keyed by (project, visitor); at start-up it is rebuilt from recent
-    events (store and spool) with :meth:`seed`.
+
+class SessionTracker:
+    """Assigns derived session ids (a new session after ``timeout_ms`` without events) and
+    the start of every live session, derived or named by the client.
+
+    A session's *start* is the time of the first of its events seen here; it never moves (a
+    late event may be earlier), because the sessions table is keyed by its day. State is in
+    memory, keyed by (project, visitor) for derived sessions and by session id for the
+    client's; at start-up it is rebuilt from recent events (store and spool) with
+    :meth:`seed`. A client's session idle for longer than the timeout is forgotten: if it
+    goes on later, it starts again (on another day, its row is a second session).
     """
 
     def __init__(self, timeout_ms: int) -> None:
         self.timeout_ms = timeout_ms
         self._sessions: dict[tuple[str, int], _Session] = {}
+        self._clients: dict[int, _ClientSession] = {}
 
     def __len__(self) -> int:
-        return len(self._sessions)
+        return len(self._sessions) + len(self._clients)
 
     def has_active(self, project_id: str, visitor: int, ts_ms: int) -> bool:
         s = self._sessions.get((project_id, visitor))
         return s is not None and ts_ms - s.last_ms <= self.timeout_ms
 
-    def assign(self, project_id: str, visitor: int, ts_ms: int) -> int:
+    def assign(self, project_id: str, visitor: int, ts_ms: int) -> tuple[int, int]:
+        """The derived session of an event: (session id, session start ms)."""
         key = (project_id, visitor)
         s = self._sessions.get(key)
         if s is not None:
@@ -121,21 +135,39 @@ class SessionTracker:
                     s.last_ms = ts_ms
                 if ts_ms < s.first_ms:
                     s.first_ms = ts_ms
-                return s.session_id
+                return s.session_id, s.start_ms
             if ts_ms < s.first_ms:
                 # A late event from well before the current session: its own session.
-                return derived_session_id(visitor, ts_ms)
+                return derived_session_id(visitor, ts_ms), ts_ms
         sid = derived_session_id(visitor, ts_ms)
-        self._sessions[key] = _Session(sid, visitor, ts_ms, ts_ms)
-        return sid
+        self._sessions[key] = _Session(sid, visitor, ts_ms, ts_ms, ts_ms)
+        return sid, ts_ms
 
-    def seed(self, rows: Iterable[tuple[str, int, int, int, int]]) -> None:
-        """Rows of (project, visitor, session id, first ms, last ms), latest session wins."""
-        for project_id, visitor, sid, first_ms, last_ms in rows:
+    def client_start(self, session_id: int, ts_ms: int) -> int:
+        """The start (ms) of a client-named session, given one of its events."""
+        s = self._clients.get(session_id)
+        if s is None:
+            self._clients[session_id] = _ClientSession(ts_ms, ts_ms)
+            return ts_ms
+        if ts_ms > s.last_ms:
+            s.last_ms = ts_ms
+        return s.start_ms
+
+    def seed(self, rows: Iterable[tuple[str, int, int, int, int, int]]) -> None:
+        """Rows of (project, visitor, session id, start ms, first ms, last ms). For derived
+        sessions the latest session of a visitor wins; every row also seeds the start of a
+        client-named session (ids of derived sessions are never looked up there)."""
+        for project_id, visitor, sid, start_ms, first_ms, last_ms in rows:
             key = (project_id, visitor)
             current = self._sessions.get(key)
             if current is None or last_ms > current.last_ms:
-                self._sessions[key] = _Session(sid, visitor, first_ms, last_ms)
+                self._sessions[key] = _Session(sid, visitor, start_ms, first_ms, last_ms)
+            client = self._clients.get(sid)
+            if client is None:
+                self._clients[sid] = _ClientSession(start_ms, last_ms)
+            else:
+                client.start_ms = min(client.start_ms, start_ms)
+                client.last_ms = max(client.last_ms, last_ms)
 
     def expire(self, now_ms: int) -> int:
         """Forget sessions idle for longer than the timeout; returns how many."""
@@ -143,4 +175,7 @@ class SessionTracker:
         stale = [k for k, s in self._sessions.items() if s.last_ms < cutoff]
         for k in stale:
             del self._sessions[k]
-        return len(stale)
+        stale_clients = [k for k, c in self._clients.items() if c.last_ms < cutoff]
+        for sid in stale_clients:
+            del self._clients[sid]
+        return len(stale) + len(stale_clients)

@@ -73,6 +73,7 @@ _ROW_ORDER = [
     "country",
     "region",
     "city",
+    "session_start",
 ]
 if list(EVENT_COLUMNS) != _ROW_ORDER:  # pragma: no cover - a schema change must update to_row
     raise ImportError("EventRow's fields changed: update EventDraft.to_row in pipeline.py")
@@ -117,6 +118,7 @@ class EventDraft:
     geo: Geo = _NO_GEO
     visitor_id: int = 0
     session_id: int = 0
+    session_start_ms: int = 0
     dedup_key: int | None = None
 
     def to_row(self) -> EventRow:
@@ -128,6 +130,8 @@ class EventDraft:
         if not received:
             received = ctx.received_text = ch_time(ctx.received_ms)
         ts = received if self.ts_ms == ctx.received_ms else ch_time(self.ts_ms)
+        start_ms = self.session_start_ms
+        start = ts if not start_ms or start_ms == self.ts_ms else ch_time(start_ms)
         q = page.query
         if q:
             utm = (
@@ -167,6 +171,7 @@ class EventDraft:
             geo.country,
             geo.region,
             geo.city,
+            start,
         )
 
 
@@ -319,7 +324,9 @@ class Pipeline:
             ctx.visitor_memo = (salt, d.address, d.user_agent, visitor)
         if d.raw.session_id:
             d.visitor_id = visitor
-            d.session_id = identity.client_session_id(project_id, d.raw.session_id)
+            sid = identity.client_session_id(project_id, d.raw.session_id)
+            d.session_id = sid
+            d.session_start_ms = self.sessions.client_start(sid, d.ts_ms)
             return None
         if not self.sessions.has_active(project_id, visitor, d.ts_ms):
             # A session that began before midnight goes on under yesterday's visitor id.
@@ -329,5 +336,5 @@ class Pipeline:
             if self.sessions.has_active(project_id, before, d.ts_ms):
                 visitor = before
         d.visitor_id = visitor
-        d.session_id = self.sessions.assign(project_id, visitor, d.ts_ms)
+        d.session_id, d.session_start_ms = self.sessions.assign(project_id, visitor, d.ts_ms)
         return None

@@ -67,7 +67,7 @@ def breakdown_sql(scope: QueryScope, dim: Dimension, page: Page) -> str:
         f"OFFSET {{{scope.bind('offset', page.offset)}:UInt32}}"
     )
     if dim.level == "session":
-        sessions = scope.sessions({"value": dim.session_expr()})
+        sessions = scope.sessions({"value": dim})
         return (
             f"SELECT value, {SESSION_AGGREGATES}, count() OVER () AS total_rows "
             f"FROM ({sessions}) GROUP BY value {tail}"
@@ -76,7 +76,7 @@ def breakdown_sql(scope: QueryScope, dim: Dimension, page: Page) -> str:
     # and events (sumMap), spread into rows by ARRAY JOIN. No join, one GROUP BY session.
     cond = f"({scope.event_filter}) AND ({dim.rows})"
     per_value = f"sumMapIf([{dim.column}], [toUInt64(name = 'page_view')], [toUInt64(1)], {cond})"
-    sessions = scope.sessions({"by_value": per_value})
+    sessions = scope.sessions(event_aggregates={"by_value": per_value})
     return (
         "SELECT value, uniqExact(visitor) AS visitors, count() AS sessions, "
         "sum(value_pv) AS pageviews, sum(value_ev) AS events, "

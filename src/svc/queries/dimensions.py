@@ -29,9 +29,16 @@ class Dimension:
     rows: str = "1"  # in a breakdown by an event dimension, the events that have a value
 
     def session_expr(self) -> str:
-        """The dimension's value for a whole session."""
+        """The dimension's value for a whole session, as an aggregate over its events."""
         fn = "argMax" if self.exit else "argMin"
         return f"{fn}({self.column}, ts)"
+
+    def session_column(self) -> str:
+        """The dimension's value on a row of the sessions table (whose entry columns are named
+        as the events' columns)."""
+        if self.exit:
+            return "tupleElement(exit, 2)"
+        return "entry_page" if self.column == "path" else self.column
 
 
 _SESSION_COLUMNS = {

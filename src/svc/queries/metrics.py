@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from svc.queries.dimensions import DIMENSIONS
 from svc.queries.scope import SESSION_AGGREGATES, QueryScope, percent
 from svc.storage.events import EventStore
 
@@ -50,7 +51,7 @@ class Metrics:
 
 def metrics_sql(scope: QueryScope) -> str:
     """Per first-event source, and a rollup row (source ''), of the session aggregates."""
-    sessions = scope.sessions({"src": "argMin(source, ts)"})
+    sessions = scope.sessions({"src": DIMENSIONS["source"]})
     return (
         f"SELECT src, {SESSION_AGGREGATES} FROM ({sessions}) "
         "GROUP BY src WITH ROLLUP ORDER BY sessions DESC, src"

@@ -1,21 +1,41 @@
 """What every query is about: one project, a date range in a time zone, and filters.
 
 :class:`QueryScope` builds the SQL pieces every report shares, with bound parameters only:
-the WHERE clause of the range and event filters, and the *sessions table*, one row per session
+the WHERE clause of the range and event filters, and the *session rows*, one row per session
 with an event in the range that passes the filters:
 
-``session_id, visitor, pv, ev`` (page views and events that pass the event filters),
-``all_pv, all_ev`` (the session's page views and events in the range, for bounces),
-``first_ts, last_ts, dur`` (ms), and any extra session columns asked for.
+``session_id, visitor``; ``pv, ev``: the session's page views and events in the range (that
+pass the event filters); ``all_pv, all_ev``: the page views and events that decide a bounce;
+``first_ts, last_ts, dur`` (ms); and the session dimensions asked for.
+
+Two ways to the same rows:
+
+- **From the ``sessions`` table** (one row per session, maintained at ingestion; see
+  ``storage/migrations/002_sessions.sql``) when no filter is on an event dimension. A session is
+  taken whole: its bounce, duration, source, entry and exit pages are those of the whole
+  session, also when it crosses an end of the range. Its page views and events are those in the
+  range: the few sessions that cross an end have the events outside the range subtracted
+  (read from the events near the ends). No grouping by session at read time.
+- **From the events** (grouped by session) when a filter is on an event dimension or an event
+  aggregate is asked for: ``pv, ev`` count the matching events, ``all_pv, all_ev`` and ``dur``
+  are those of the session's events in the range.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from svc.queries.dates import DateRange
+from svc.queries.dimensions import Dimension
 from svc.queries.filters import Filter
+
+#: How far past the ends of the range the session rows look for sessions that cross them
+#: (sessions are keyed by the UTC day of their start) and for their events outside the range.
+#: A session that goes on for longer than this across an end of the range is counted with
+#: the events of this margin only.
+EDGE = timedelta(days=2)
 
 
 @dataclass
@@ -33,7 +53,8 @@ class QueryScope:
             tz=self.rng.tz,
         )
         self._event_conditions: list[str] = []
-        self._session_conditions: list[str] = []
+        self._session_conditions: list[str] = []  # over a session's events (GROUP BY)
+        self._session_row_conditions: list[str] = []  # over a row of the sessions table
         for i, f in enumerate(self.filters):
             self.params.update(dict(f.params))
             if f.dimension.level == "event":
@@ -42,6 +63,8 @@ class QueryScope:
             else:
                 sql, values = f.condition(f.dimension.session_expr(), f"fv{i}")
                 self._session_conditions.append(sql)
+                row_sql, _ = f.condition(f.dimension.session_column(), f"fv{i}")
+                self._session_row_conditions.append(row_sql)
             self.params.update(values)
 
     def bind(self, name: str, value: Any) -> str:
@@ -69,9 +92,21 @@ class QueryScope:
     def has_filters(self) -> bool:
         return bool(self._session_conditions or self._event_conditions)
 
-    def sessions(self, extra: dict[str, str] | None = None) -> str:
-        """The sessions table (see the module docstring); ``extra`` maps alias -> session
-        expression."""
+    def sessions(
+        self,
+        extra: dict[str, Dimension] | None = None,
+        event_aggregates: dict[str, str] | None = None,
+    ) -> str:
+        """The session rows (see the module docstring). ``extra`` maps alias -> session
+        dimension; ``event_aggregates`` maps alias -> an aggregate over the session's events
+        (which takes the events path)."""
+        if self._event_conditions or event_aggregates:
+            return self._sessions_from_events(extra or {}, event_aggregates or {})
+        return self._sessions_from_table(extra or {})
+
+    def _sessions_from_events(
+        self, extra: dict[str, Dimension], event_aggregates: dict[str, str]
+    ) -> str:
         ef = self.event_filter
         cols = [
             "session_id",
@@ -86,11 +121,62 @@ class QueryScope:
             "max(ts) AS last_ts",
             "dateDiff('millisecond', min(ts), max(ts)) AS dur",
         ]
-        cols += [f"{expr} AS {alias}" for alias, expr in (extra or {}).items()]
+        cols += [f"{dim.session_expr()} AS {alias}" for alias, dim in extra.items()]
+        cols += [f"{expr} AS {alias}" for alias, expr in event_aggregates.items()]
         having = ["ev > 0", *(f"({c})" for c in self._session_conditions)]
         return (
             f"SELECT {', '.join(cols)} FROM events WHERE {self.range_where} "
             f"GROUP BY session_id HAVING {' AND '.join(having)}"
+        )
+
+    def _sessions_from_table(self, extra: dict[str, Dimension]) -> str:
+        start, end = self.rng.start_utc, self.rng.end_utc
+        self.params.update(
+            edge0=(start - EDGE).replace(tzinfo=None),
+            edge1=(end + EDGE).replace(tzinfo=None),
+            day0=(start - EDGE).date(),
+            day1=(end + timedelta(days=1)).date(),
+            start_day1=(start + timedelta(days=1)).date(),
+            end_day0=(end - EDGE).date(),
+        )
+        t0, t1 = "{start:DateTime64(3, 'UTC')}", "{end:DateTime64(3, 'UTC')}"
+        crossing = (
+            "SELECT session_id FROM sessions FINAL WHERE project_id = {project:String} AND "
+            "(session_day BETWEEN {day0:Date} AND {start_day1:Date} "
+            "OR session_day BETWEEN {end_day0:Date} AND {day1:Date}) "
+            f"AND ((first_ts < {t0} AND last_ts >= {t0}) OR (first_ts < {t1} AND last_ts >= {t1}))"
+        )
+        outside = (
+            "SELECT session_id, countIf(name = 'page_view') AS opv, count() AS oev FROM events "
+            "WHERE project_id = {project:String} "
+            f"AND ((ts >= {{edge0:DateTime64(3, 'UTC')}} AND ts < {t0}) "
+            f"OR (ts >= {t1} AND ts < {{edge1:DateTime64(3, 'UTC')}})) "
+            f"AND session_id IN ({crossing}) GROUP BY session_id"
+        )
+        cols = [
+            "s.session_id AS session_id",
+            "s.visitor_id AS visitor",
+            "s.pageviews - o.opv AS pv",
+            "s.events - o.oev AS ev",
+            "s.pageviews AS all_pv",
+            "s.events AS all_ev",
+            "s.first_ts AS first_ts",
+            "s.last_ts AS last_ts",
+            "dateDiff('millisecond', s.first_ts, s.last_ts) AS dur",
+        ]
+        cols += [f"{dim.session_column()} AS {alias}" for alias, dim in extra.items()]
+        where = [
+            "s.project_id = {project:String}",
+            "s.session_day BETWEEN {day0:Date} AND {day1:Date}",
+            f"s.last_ts >= {t0}",
+            f"s.first_ts < {t1}",
+            "s.events > o.oev",  # an event in the range
+            *(f"({c})" for c in self._session_row_conditions),
+        ]
+        return (
+            f"SELECT {', '.join(cols)} FROM sessions AS s FINAL "
+            f"LEFT JOIN ({outside}) AS o ON o.session_id = s.session_id "
+            f"WHERE {' AND '.join(where)}"
         )
 
     def events_where(self) -> str:

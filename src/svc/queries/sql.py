@@ -29,11 +29,14 @@ def usage_by_project_month(since_month_start: Any) -> Statement:
 
 
 def recent_sessions(since: Any) -> Statement:
+    """Sessions with events received since ``since``: project, visitor, session id, and its
+    start, first and last event times (ms)."""
     sql = (
-        "SELECT project_id, visitor_id, argMax(session_id, ts), "
+        "SELECT project_id, any(visitor_id), session_id, "
+        "toUnixTimestamp64Milli(min(session_start)), "
         "toUnixTimestamp64Milli(min(ts)), toUnixTimestamp64Milli(max(ts)) "
         "FROM events WHERE received_at >= {since:DateTime64(3, 'UTC')} "
-        "GROUP BY project_id, visitor_id"
+        "GROUP BY project_id, session_id"
     )
     return Statement(sql, {"since": since})
 

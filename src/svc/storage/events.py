@@ -23,13 +23,16 @@ from svc.settings import Settings
 log = logging.getLogger(__name__)
 
 EVENTS_TABLE = "events"
+SESSIONS_TABLE = "sessions"  # fed from events by a materialized view (migrations/002)
 
 
-class EventRow(msgspec.Struct, array_like=False, gc=False):
+class EventRow(msgspec.Struct, array_like=False, gc=False, omit_defaults=True):
     """One row of the events table as the spool writes it (JSONEachRow).
 
-    ``ts`` and ``received_at`` are seconds with three decimals, as text, which ClickHouse
-    reads into ``DateTime64(3)`` exactly.
+    ``ts``, ``received_at`` and ``session_start`` are seconds with three decimals, as text,
+    which ClickHouse reads into ``DateTime64(3)`` exactly. ``session_start`` is the time of
+    the first event ingestion saw in the session (the sessions table is keyed by its day);
+    left empty, the column's default (``ts``) applies.
     """
 
     project_id: str
@@ -62,6 +65,7 @@ class EventRow(msgspec.Struct, array_like=False, gc=False):
     country: str
     region: str
     city: str
+    session_start: str = ""
 
 
 #: Columns of a spooled event row, in the order the spool writes them.
@@ -127,6 +131,8 @@ class EventStore:
                 continue
             for statement in _statements(f.read_text()):
                 client.command(statement)
+            if version in _REBUILD_SESSIONS_AFTER:
+                self.rebuild_sessions()
             client.insert(
                 "svc_migrations",
                 [[version, f.name, datetime.now(UTC)]],
@@ -134,6 +140,33 @@ class EventStore:
             )
             applied.append(version)
         return applied
+
+    def rebuild_sessions(self, project_id: str | None = None) -> None:
+        """Write the sessions table anew from the stored events, of one project or all.
+
+        For events that did not go through the materialized view with a correct
+        ``session_start`` (stored before the sessions table existed, or imported): a session
+        is keyed by the day of its first event here. Not for use while that project ingests.
+        """
+        client = self.client
+        if project_id is None:
+            client.command(f"TRUNCATE TABLE {SESSIONS_TABLE}")
+            where, params = "1", {}
+        else:
+            client.command(
+                f"DELETE FROM {SESSIONS_TABLE} WHERE project_id = {{project:String}}",
+                parameters={"project": project_id},
+            )
+            where, params = "project_id = {project:String}", {"project": project_id}
+        entry = ", ".join(f"argMin({c}, ts)" for c in _SESSION_ENTRY_COLUMNS)
+        client.command(
+            f"INSERT INTO {SESSIONS_TABLE} SELECT project_id, toDate(min(ts)), session_id, "
+            "any(visitor_id), min(ts), max(ts), countIf(name = 'page_view'), count(), "
+            f"argMin(path, ts), max((ts, path)), {entry} "
+            f"FROM {EVENTS_TABLE} WHERE {where} GROUP BY project_id, session_id",
+            parameters=params,
+            settings={"max_bytes_before_external_group_by": 500_000_000},
+        )
 
     def insert_ndjson(self, data: bytes, token: str) -> None:
         """Insert JSONEachRow rows (``EVENT_COLUMNS``) idempotently: a retry with the same
@@ -146,6 +179,8 @@ class EventStore:
             settings={
                 "insert_deduplication_token": token,
                 "insert_deduplicate": 1,
+                # the sessions table (fed by a materialized view) drops a replay too
+                "deduplicate_blocks_in_dependent_materialized_views": 1,
                 "input_format_skip_unknown_fields": 1,
             },
         )
@@ -175,16 +210,44 @@ class EventStore:
             yield self.client.raw_query(sql, parameters=parameters, fmt=fmt)
 
     def delete_project(self, project_id: str) -> None:
-        """Delete every event of a project (a lightweight DELETE: gone from queries at once)."""
-        self.client.command(
-            "DELETE FROM events WHERE project_id = {project:String}",
-            parameters={"project": project_id},
-        )
+        """Delete every event and session of a project (lightweight DELETEs: gone from queries at
+        once)."""
+        for table in (EVENTS_TABLE, SESSIONS_TABLE):
+            self.client.command(
+                f"DELETE FROM {table} WHERE project_id = {{project:String}}",
+                parameters={"project": project_id},
+            )
 
     def ping_ms(self) -> float:
         started = time.perf_counter()
         self.client.query("SELECT 1")
         return (time.perf_counter() - started) * 1000
+
+
+#: Migrations after which the sessions table is rebuilt from the events.
+_REBUILD_SESSIONS_AFTER = {2}
+
+#: The sessions table's columns taken from the session's first event, after entry_page and
+#: exit (storage/migrations/002_sessions.sql).
+_SESSION_ENTRY_COLUMNS = (
+    "hostname",
+    "source",
+    "channel",
+    "referrer_host",
+    "utm_source",
+    "utm_medium",
+    "utm_campaign",
+    "utm_content",
+    "utm_term",
+    "country",
+    "region",
+    "city",
+    "browser",
+    "browser_version",
+    "os",
+    "os_version",
+    "device",
+)
 
 
 def _statements(sql: str) -> list[str]:

@@ -1,0 +1,100 @@
+"""Session figures come from the sessions table (one row per session, written at ingestion);
+these cases pin what it must agree on with the events, worked out by hand.
+
+A session that crosses an end of the range is taken whole for its session figures (bounce,
+duration, source, entry and exit page) and counts only its events in the range as page views
+and events; the same filters and breakdowns over the events path (an event filter) agree."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support import Server
+from tests.test_metrics_golden import DAY, at, ev
+
+PREV = DAY - timedelta(days=1)
+D0, D1 = PREV.date().isoformat(), DAY.date().isoformat()
+
+# By hand, all from visitor addresses 10.0.1.x:
+#   X: visitor 21, 23:50 on PREV (from Bing, /a) and 00:10 on DAY (/b): crosses midnight
+#   Y: visitor 22, 09:00 on DAY, one page view from Reddit: a bounce
+#   Z: client session "z-1", 23:40 on PREV (/z1, direct), then 00:20 and 00:30 on DAY
+# DAY alone: page views 1 (X) + 1 (Y) + 2 (Z) = 4, sessions 3, bounces: Y only (X and Z are
+# whole sessions of several page views) -> 1 of 3 = 33.3 %; sources bing, reddit, direct.
+# PREV alone: page views 1 (X) + 1 (Z), sessions 2, no bounce, sources bing, direct.
+# Both days: page views 6, sessions 3.
+EDGE_EVENTS = [
+    ev(21, at(23, 50, PREV), path="/a", referrer="https://www.bing.com/search?q=x"),
+    ev(21, at(0, 10), path="/b"),
+    ev(22, at(9, 0), path="/y", referrer="https://www.reddit.com/r/x"),
+    ev(23, at(23, 40, PREV), path="/z1", sessionId="z-1"),
+    ev(23, at(0, 20), path="/z2", sessionId="z-1"),
+    ev(23, at(0, 30), path="/z3", sessionId="z-1"),
+]
+
+
+@pytest.fixture(scope="module")
+def edges(server: Server) -> dict[str, Any]:
+    p = server.create_project("edges-" + uuid.uuid4().hex[:8], domains=["acme.test"])
+    events = [{**e, "ip": e["ip"].replace("10.0.0.", "10.0.1.")} for e in EDGE_EVENTS]
+    r = server.send(p["keys"]["secret"], events)
+    assert r.status_code == 200 and r.json()["accepted"] == len(events), r.text
+    server.wait_loaded()
+    return p
+
+
+def get(server: Server, p: dict, path: str, **params: Any) -> dict[str, Any]:
+    r = httpx.get(
+        server.url + path, params=params, headers={"Authorization": f"Bearer {p['keys']['secret']}"}
+    )
+    assert r.status_code == 200, r.text
+    body: dict[str, Any] = r.json()
+    return body
+
+
+def test_sessions_crossing_the_start_of_the_range(server: Server, edges: dict) -> None:
+    m = get(server, edges, "/metrics", **{"from": D1, "to": D1})
+    assert (m["pageviews"], m["sessions"], m["bounceRate"]) == (4, 3, "33.3%")
+    assert m["trafficSources"] == {"bing": 1, "reddit": 1, "direct": 1}
+
+
+def test_sessions_crossing_the_end_of_the_range(server: Server, edges: dict) -> None:
+    m = get(server, edges, "/metrics", **{"from": D0, "to": D0})
+    assert (m["pageviews"], m["sessions"], m["bounceRate"]) == (2, 2, "0.0%")
+    assert m["trafficSources"] == {"bing": 1, "direct": 1}
+
+
+def test_a_session_over_two_days_counts_once(server: Server, edges: dict) -> None:
+    m = get(server, edges, "/metrics", **{"from": D0, "to": D1})
+    assert (m["pageviews"], m["sessions"], m["visitors"]) == (6, 3, 3)
+
+
+def test_entry_and_exit_pages_are_the_whole_sessions(server: Server, edges: dict) -> None:
+    entry = get(server, edges, "/metrics/breakdown", by="entry_page", **{"from": D1, "to": D1})
+    rows = {r["value"]: (r["sessions"], r["pageviews"]) for r in entry["rows"]}
+    assert rows == {"/a": (1, 1), "/y": (1, 1), "/z1": (1, 2)}
+    exits = get(server, edges, "/metrics/breakdown", by="exit_page", **{"from": D0, "to": D0})
+    assert {r["value"]: r["sessions"] for r in exits["rows"]} == {"/b": 1, "/z3": 1}
+
+
+def test_the_events_path_agrees_where_the_semantics_meet(server: Server, edges: dict) -> None:
+    """A filter on an event dimension reads the events; one that keeps every event must give
+    the same page views and sessions as the sessions table over a range no session crosses."""
+    both = {"from": D0, "to": D1}
+    table = get(server, edges, "/metrics", **both)
+    events = get(server, edges, "/metrics", filter="page:not_contains:/nowhere", **both)
+    for key in ("pageviews", "sessions", "visitors", "events", "bounceRate", "trafficSources"):
+        assert table[key] == events[key], key
+
+
+def test_session_filter_keeps_whole_sessions(server: Server, edges: dict) -> None:
+    m = get(server, edges, "/metrics", filter="source:is:bing", **{"from": D1, "to": D1})
+    assert (m["pageviews"], m["sessions"]) == (1, 1)
+    ts = get(server, edges, "/metrics/timeseries", interval="day", **{"from": D0, "to": D1})
+    assert [p["sessions"] for p in ts["points"]] == [2, 1]  # by start, clamped to the range
+    assert [p["pageviews"] for p in ts["points"]] == [2, 4]
