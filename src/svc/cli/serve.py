@@ -17,13 +17,13 @@ def run(settings: Settings) -> int:
     from svc.app import create_app
     from svc.http.analytics import with_fast_path
     from svc.limits.middleware import with_limits
-    from svc.limits.timeouts import http_protocol
 
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     # POST /analytics is answered before Starlette's stack (see svc.http.analytics).
-    app = with_limits(with_fast_path(create_app(settings)))  # limits first (svc.limits)
+    fast = with_fast_path(create_app(settings))
+    app = with_limits(fast)  # limits first (svc.limits)
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -33,7 +33,7 @@ def run(settings: Settings) -> int:
         server_header=False,
         date_header=True,
         loop="uvloop",
-        http=http_protocol(settings),  # httptools with deadlines for slow clients
+        http=protocol_class(settings, fast),
         lifespan="on",
         # svc decides the client address itself (SVC_TRUSTED_PROXIES); uvicorn's own
         # X-Forwarded-For handling would trust loopback peers behind its back.
@@ -45,6 +45,20 @@ def run(settings: Settings) -> int:
     server = _server_class(uvicorn.Server)(config)
     server.run()
     return 0
+
+
+def protocol_class(settings: Settings, fast: Any) -> type[Any]:
+    """uvicorn's httptools protocol with deadlines for slow clients (svc.limits.timeouts)
+    and, unless switched off (``SVC_FAST_INGEST_PROTOCOL``) or the ASGI fast path stepped
+    aside, POST /analytics answered inside it, ahead of uvicorn's ASGI layer
+    (svc.http.protocol: it calls the same application, so the same limits and handler)."""
+    from svc.http.analytics import AnalyticsFastPath
+    from svc.http.protocol import analytics_protocol
+    from svc.limits.timeouts import http_protocol
+
+    if settings.fast_ingest_protocol and isinstance(fast, AnalyticsFastPath):
+        return analytics_protocol(settings)
+    return http_protocol(settings)
 
 
 def _server_class(base: Any) -> Any:

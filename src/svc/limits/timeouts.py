@@ -56,6 +56,10 @@ def _sweep(loop: asyncio.AbstractEventLoop) -> None:
         deadline = protocol._svc_deadline
         if deadline and now >= deadline:
             protocol._svc_expired()
+        idle = protocol._svc_idle
+        if idle and now >= idle:  # a keep-alive timeout kept as a number (svc.http.protocol)
+            protocol._svc_idle = 0.0
+            protocol.timeout_keep_alive_handler()
     if live:
         _SWEEPERS[loop] = loop.call_later(SWEEP_SECONDS, _sweep, loop)
     else:
@@ -74,6 +78,9 @@ class SlowClientProtocol(HttpToolsProtocol):
         self._svc_deadline = 0.0  # loop time; 0: none
         self._svc_phase = ""
         self._svc_started = False
+        # loop time past which an idle keep-alive connection is closed; 0: none (uvicorn's
+        # own timer does it here; a subclass may keep the timeout as this number instead)
+        self._svc_idle = 0.0
 
     def _svc_arm(self, phase: str, seconds: float) -> None:
         self._svc_phase = phase
