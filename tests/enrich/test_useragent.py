@@ -211,6 +211,16 @@ def test_huge_user_agent_is_cut_not_fatal() -> None:
     assert info.browser == "Chrome"
 
 
+@pytest.mark.parametrize("junk", ["\x00", "\ud800 lone surrogate", "☃" * 50, "(" * 500, "-"])
+def test_junk_never_raises(junk: str) -> None:
+    assert isinstance(parse_user_agent(junk), useragent.UserAgentInfo)
+
+
+def test_equal_results_are_one_instance() -> None:
+    ua = CASES[0][0]
+    assert parse_user_agent(ua) is parse_user_agent(ua + " ")  # two UAs, one result
+
+
 @pytest.mark.parametrize(
     ("width", "device"),
     [
