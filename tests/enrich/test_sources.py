@@ -142,6 +142,22 @@ def test_own_host_needs_a_dot_boundary() -> None:
     assert got.source == "myexample.com"
 
 
+@pytest.mark.parametrize(("referrer", "source", "channel", "host"), REFERRERS)
+def test_own_hosts_in_any_collection(
+    referrer: str | None, source: str, channel: str, host: str
+) -> None:
+    """A list or a set of own hosts (not cached like the tuple the pipeline passes) agrees."""
+    expected = Attribution(source, channel, host)
+    assert attribute({}, referrer, PAGE, list(OWN)) == expected
+    assert attribute({}, referrer, PAGE, set(OWN)) == expected
+    assert attribute({"x": "1"}, referrer, PAGE, OWN) == expected  # not the query-less path
+
+
+def test_query_less_attribution_is_shared_per_host() -> None:
+    first = attribute({}, "https://t.co/abc", PAGE, OWN)
+    assert attribute({}, "https://t.co/xyz", PAGE, OWN) is first
+
+
 def test_page_host_with_port_and_no_own_hosts() -> None:
     assert attribute({}, "http://localhost:3000/a", "localhost:3000").source == "direct"
     assert attribute({}, "http://localhost:3000/a", "example.com").source == "localhost"

@@ -66,7 +66,10 @@ Contract of :func:`attribute` (CONTRACT.md "trafficSources", FIELD.md "Sources")
 All names are in :data:`CHANNELS`. Everything here is pure; the parsing of a referrer, the
 canonical name of a host, the category of a source and the channel of a (source, medium,
 campaign) are cached with :func:`functools.lru_cache` (campaign and medium are cut to 128
-characters for that).
+characters for that), and so are the site's hosts as compared (per page host and tuple of own
+hosts) and, for a page URL without a query (most events), the whole :class:`Attribution` per
+referrer host: a new referrer URL from a known host costs the parse of its host and two
+lookups.
 """
 
 from __future__ import annotations
@@ -383,13 +386,22 @@ def _site_host(host: str) -> str:
 
 
 def _is_own(host: str, page_host: str, own_hosts: Collection[str]) -> bool:
-    if host == _site_host(page_host):
-        return True
-    for own_host in own_hosts:
-        own = _site_host(own_host)
-        if own and (host == own or (host.endswith(own) and host[-len(own) - 1] == ".")):
-            return True
-    return False
+    """Whether ``host`` is the page's host, one of ``own_hosts`` or a sub-domain of one."""
+    if isinstance(own_hosts, tuple):  # what the pipeline passes: the site's hosts, cached
+        exact, parents = _own_hosts(page_host, own_hosts)
+    else:
+        exact, parents = _own_hosts.__wrapped__(page_host, own_hosts)
+    return host in exact or host.endswith(parents)
+
+
+@lru_cache(maxsize=1_024)
+def _own_hosts(
+    page_host: str, own_hosts: Collection[str]
+) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The site's hosts as compared (page host and own hosts), and ``"." + own host`` for each
+    own host, whose sub-domains count as the site too."""
+    owns = [own for own in map(_site_host, own_hosts) if own]
+    return frozenset([_site_host(page_host), *owns]), tuple("." + own for own in owns)
 
 
 def _query_source(query: Mapping[str, str]) -> str:
@@ -491,5 +503,15 @@ def attribute(
     host = _referrer_host(referrer[:_MAX_REFERRER_LEN]) if referrer else ""
     if host and _is_own(host, page_host, own_hosts):
         host = ""
+    if not query:
+        return _by_host(host)
     source = _query_source(query) or (canonical_source(host) if host else DIRECT)
     return Attribution(source=source, channel=_channel(query, source), referrer_host=host)
+
+
+@lru_cache(maxsize=8_192)
+def _by_host(host: str) -> Attribution:
+    """The attribution of a page URL without a query string: a function of the referrer's
+    host alone, so one shared :class:`Attribution` per host."""
+    source = canonical_source(host) if host else DIRECT
+    return Attribution(source=source, channel=_channel_of(source, "", ""), referrer_host=host)
