@@ -7,6 +7,7 @@ and events; the same filters and breakdowns over the events path (an event filte
 
 from __future__ import annotations
 
+import time
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -98,3 +99,36 @@ def test_session_filter_keeps_whole_sessions(server: Server, edges: dict) -> Non
     ts = get(server, edges, "/metrics/timeseries", interval="day", **{"from": D0, "to": D1})
     assert [p["sessions"] for p in ts["points"]] == [2, 1]  # by start, clamped to the range
     assert [p["pageviews"] for p in ts["points"]] == [2, 4]
+
+
+def test_daily_rollups_give_the_same_answers(fresh_server: Server) -> None:
+    """Days wholly inside a range are read from the daily rollups once they exist; the
+    answers are the same as from the sessions table and from the events."""
+    srv = fresh_server
+    srv.env["SVC_ROLLUP_INTERVAL_SECONDS"] = "0.2"
+    srv.start()
+    p = srv.create_project("rolled", domains=["acme.test"])
+    events = [{**e, "ip": e["ip"].replace("10.0.0.", "10.0.1.")} for e in EDGE_EVENTS]
+    assert srv.send(p["keys"]["secret"], events).json()["accepted"] == len(events)
+    srv.wait_loaded()
+    deadline = time.monotonic() + 30
+    while httpx.get(srv.url + "/health").json()["store"]["rolledUpDays"] < 2:
+        assert time.monotonic() < deadline, "the days were not rolled up"
+        time.sleep(0.2)
+    wide = {"from": (PREV - timedelta(days=1)).date().isoformat()}  # to today: PREV, DAY inside
+    rolled = get(srv, p, "/metrics", **wide)
+    events_path = get(srv, p, "/metrics", filter="page:not_contains:/nowhere", **wide)
+    for key in ("pageviews", "sessions", "visitors", "events", "bounceRate", "trafficSources"):
+        assert rolled[key] == events_path[key], key
+    assert (rolled["pageviews"], rolled["sessions"], rolled["bounceRate"]) == (6, 3, "33.3%")
+    assert rolled["trafficSources"] == {"bing": 1, "direct": 1, "reddit": 1}
+    # a late event for a rolled-up day: the day is rolled up again
+    late = ev(24, at(12, 0), path="/late", referrer="https://duckduckgo.com/")
+    late["ip"] = "10.0.1.24"
+    assert srv.send(p["keys"]["secret"], late).status_code == 200
+    srv.wait_loaded()
+    deadline = time.monotonic() + 30
+    while get(srv, p, "/metrics", **wide)["sessions"] != 4:
+        assert time.monotonic() < deadline, "the late event did not reach the rollups"
+        time.sleep(0.2)
+    assert get(srv, p, "/metrics", **wide)["trafficSources"]["duckduckgo"] == 1

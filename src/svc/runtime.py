@@ -31,6 +31,7 @@ from svc.settings import Settings
 from svc.spool.loader import Loader
 from svc.spool.log import Spool, read_segment
 from svc.storage.events import EventStore
+from svc.storage.rollups import Rollups
 from svc.timeutil import month_of, now_ms
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,8 @@ class Runtime:
         self.auth: Authenticator | None = None
         self.generated_admin_token: str | None = None
         self._housekeeping: asyncio.Task[None] | None = None
+        self.rollups = Rollups(self.store)
+        self._rolling_up: asyncio.Task[None] | None = None
         self._lock_fd: int | None = None
 
     def _segment_ready(self) -> None:
@@ -93,9 +96,14 @@ class Runtime:
         await self.loader.start()
         self.loader.notify()
         self._housekeeping = asyncio.create_task(self._housekeep(), name="housekeeping")
+        self._rolling_up = asyncio.create_task(self._roll_up(), name="rollups")
         self.ready_at = time.time()
 
     async def stop(self) -> None:
+        if self._rolling_up is not None:
+            self._rolling_up.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._rolling_up
         if self._housekeeping is not None:
             self._housekeeping.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -159,6 +167,17 @@ class Runtime:
                 self.ingest.usage.add(row["project_id"], month_of(received), 1)
 
     # housekeeping ---------------------------------------------------------------------------
+
+    async def _roll_up(self) -> None:
+        """Keep the daily rollups current (svc.storage.rollups), off the event loop."""
+        while True:
+            try:
+                days = await asyncio.to_thread(self.rollups.refresh)
+                if days:
+                    log.info("rolled up %d day(s) of sessions", days)
+            except Exception as exc:  # the store may be down; try again later
+                log.warning("rollups: %s", exc)
+            await asyncio.sleep(self.settings.rollup_interval_seconds)
 
     async def _housekeep(self) -> None:
         usage = UsageRecorder(self.meta)  # the monthly counts, recorded in the metadata store

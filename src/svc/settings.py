@@ -52,6 +52,11 @@ class Settings:
     spool_flush_interval_ms: int = _setting(
         1000, "An open spool segment is closed and loaded at least this often (ms)."
     )
+    rollup_interval_seconds: float = _setting(
+        60.0,
+        "How often the daily rollups of finished days (and of days late events changed) are "
+        "brought up to date (s).",
+    )
     spool_max_backlog_bytes: int = _setting(
         2 * 1024 * 1024 * 1024,
         "Ingestion answers 503 when the spool holds more than this many bytes not yet loaded.",

@@ -62,6 +62,7 @@ def health_report(runtime: Runtime) -> dict[str, Any]:
         "store": {
             "kind": "clickhouse" if runtime.settings.clickhouse_url else "chdb",
             **store,
+            "rolledUpDays": runtime.rollups.days_computed,
         },
         "metadata": {
             "kind": runtime.meta.engine.dialect.name,

@@ -92,6 +92,8 @@ def breakdown_sql(scope: QueryScope, dim: Dimension, page: Page) -> str:
 def query_breakdown(
     store: EventStore, scope: QueryScope, dim: Dimension, page: Page
 ) -> dict[str, Any]:
+    if dim.level == "session":
+        scope.load_edges(store)
     rows = store.query_named(breakdown_sql(scope, dim, page), scope.params)
     return {
         "by": dim.name,

@@ -58,9 +58,23 @@ def metrics_sql(scope: QueryScope) -> str:
     )
 
 
+_SUMS = (
+    "count() AS sessions, sum(pv) AS pageviews, sum(ev) AS events, "
+    "countIf(all_pv = 1 AND all_ev = 1) AS bounces, countIf(all_pv > 0) AS sessions_with_pv, "
+    "sum(dur) AS duration_ms"
+)
+
+
 def query_metrics(store: EventStore, scope: QueryScope) -> Metrics:
+    scope.load_edges(store)
+    if scope.filters:
+        return _from_rows(store.query_named(metrics_sql(scope), scope.params))
+    return _unfiltered(store, scope)
+
+
+def _from_rows(rows: list[dict[str, Any]]) -> Metrics:
     result = Metrics()
-    for row in store.query_named(metrics_sql(scope), scope.params):
+    for row in rows:
         src = row["src"]
         if src == "":
             result.pageviews, result.events = int(row["pageviews"]), int(row["events"])
@@ -69,4 +83,36 @@ def query_metrics(store: EventStore, scope: QueryScope) -> Metrics:
             result.visitors, result.duration_ms = int(row["visitors"]), int(row["duration_ms"])
         else:
             result.traffic_sources[src] = int(row["sessions"])
+    return result
+
+
+def _unfiltered(store: EventStore, scope: QueryScope) -> Metrics:
+    """Without filters: the days wholly inside the range from the daily rollups, the rest
+    from the session rows; every figure adds up, visitors day by day (a visitor id lives for
+    a day: the salt rotates daily)."""
+    result = Metrics()
+    sources: dict[str, int] = {}
+
+    def add(row: dict[str, Any]) -> None:
+        result.sessions += int(row["sessions"])
+        result.pageviews += int(row["pageviews"])
+        result.events += int(row["events"])
+        result.bounces += int(row["bounces"])
+        result.sessions_with_pageview += int(row["sessions_with_pv"])
+        result.duration_ms += int(row["duration_ms"])
+
+    if scope.load_rollups(store):
+        for row in store.query_named(scope.rollup_sql(["", "source"]), scope.params):
+            if row["dimension"] == "":
+                add(row)
+                result.visitors += int(row["visitors"])
+            else:
+                sources[row["value"]] = sources.get(row["value"], 0) + int(row["sessions"])
+    rows = scope.sessions({"src": DIMENSIONS["source"]})
+    for row in store.query_named(f"SELECT src, {_SUMS} FROM ({rows}) GROUP BY src", scope.params):
+        add(row)
+        sources[row["src"]] = sources.get(row["src"], 0) + int(row["sessions"])
+    by_day = f"SELECT uniqExact(visitor) AS v FROM ({rows}) GROUP BY session_day"
+    result.visitors += int(store.query(f"SELECT sum(v) FROM ({by_day})", scope.params)[0][0])
+    result.traffic_sources = dict(sorted(sources.items(), key=lambda kv: (-kv[1], kv[0])))
     return result

@@ -56,6 +56,7 @@ def buckets(scope: QueryScope, interval: str) -> list[str]:
 
 def query_timeseries(store: EventStore, scope: QueryScope, interval: str) -> dict[str, Any]:
     bucket = INTERVALS[interval]
+    scope.load_edges(store)
     event_sql = (
         f"SELECT {bucket.format(t='ts')} AS time, countIf(name = 'page_view') AS pageviews, "
         "count() AS events, uniqExact(visitor_id) AS visitors "

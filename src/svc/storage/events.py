@@ -212,7 +212,7 @@ class EventStore:
     def delete_project(self, project_id: str) -> None:
         """Delete every event and session of a project (lightweight DELETEs: gone from queries at
         once)."""
-        for table in (EVENTS_TABLE, SESSIONS_TABLE):
+        for table in (EVENTS_TABLE, SESSIONS_TABLE, "session_rollups", "rollup_days"):
             self.client.command(
                 f"DELETE FROM {table} WHERE project_id = {{project:String}}",
                 parameters={"project": project_id},
