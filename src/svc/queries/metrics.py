@@ -88,8 +88,8 @@ def _from_rows(rows: list[dict[str, Any]]) -> Metrics:
 
 def _unfiltered(store: EventStore, scope: QueryScope) -> Metrics:
     """Without filters: the days wholly inside the range from the daily rollups, the rest
-    from the session rows; every figure adds up, visitors day by day (a visitor id lives for
-    a day: the salt rotates daily)."""
+    from the session rows; the figures add up, and visitors are merged from the days' sets
+    of visitor ids."""
     result = Metrics()
     sources: dict[str, int] = {}
 
@@ -105,14 +105,12 @@ def _unfiltered(store: EventStore, scope: QueryScope) -> Metrics:
         for row in store.query_named(scope.rollup_sql(["", "source"]), scope.params):
             if row["dimension"] == "":
                 add(row)
-                result.visitors += int(row["visitors"])
             else:
                 sources[row["value"]] = sources.get(row["value"], 0) + int(row["sessions"])
     rows = scope.sessions({"src": DIMENSIONS["source"]})
     for row in store.query_named(f"SELECT src, {_SUMS} FROM ({rows}) GROUP BY src", scope.params):
         add(row)
         sources[row["src"]] = sources.get(row["src"], 0) + int(row["sessions"])
-    by_day = f"SELECT uniqExact(visitor) AS v FROM ({rows}) GROUP BY session_day"
-    result.visitors += int(store.query(f"SELECT sum(v) FROM ({by_day})", scope.params)[0][0])
+    result.visitors = int(store.query(scope.visitors_sql(rows), scope.params)[0][0])
     result.traffic_sources = dict(sorted(sources.items(), key=lambda kv: (-kv[1], kv[0])))
     return result

@@ -218,6 +218,21 @@ class QueryScope:
             "GROUP BY dimension, value"
         )
 
+    def visitors_sql(self, rows: str) -> str:
+        """Exact visitors of the rolled days (their id sets) and of the session ``rows``."""
+        rolled = (
+            "SELECT visitor_ids AS ids FROM session_rollups WHERE project_id = {project:String} "
+            "AND dimension = '' AND session_day IN {rolled_days:Array(Date)} "
+            "AND version = transform(session_day, {rolled_days:Array(Date)}, "
+            "{rolled_versions:Array(UInt64)}, toUInt64(0)) UNION ALL "
+            if self.rolled_days
+            else ""
+        )
+        return (
+            f"SELECT uniqExactMerge(ids) FROM ({rolled}"
+            f"SELECT uniqExactState(visitor) AS ids FROM ({rows}))"
+        )
+
     def _sessions_from_table(self, extra: dict[str, Dimension]) -> str:
         self._bind_edges()
         t0, t1 = "{start:DateTime64(3, 'UTC')}", "{end:DateTime64(3, 'UTC')}"

@@ -35,7 +35,7 @@ INSERT INTO session_rollups
 SELECT project_id, dv.1 AS dimension, session_day, dv.2 AS value,
     count(), sum(pageviews), sum(events), countIf(pageviews = 1 AND events = 1),
     countIf(pageviews > 0), sum(dateDiff('millisecond', first_ts, last_ts)),
-    uniqExact(visitor_id), {version:UInt64}
+    uniqExact(visitor_id), uniqExactState(visitor_id), {version:UInt64}
 FROM sessions FINAL
 ARRAY JOIN [('', ''), ('source', toString(source))] AS dv
 WHERE project_id = {project:String} AND session_day = {day:Date}

@@ -1,7 +1,7 @@
 -- Daily rollups of the sessions table, for the reports that need no filter: per project, UTC
 -- day of the sessions' start (session_day), dimension ('' for the totals, 'source', ...) and
 -- value: sessions, page views, events, bounces, sessions with a page view, duration, and
--- visitors (distinct within the day). Written by svc.storage.rollups for days that are over,
+-- visitors: distinct within the day, and the set of their ids (for exact counts over days). Written by svc.storage.rollups for days that are over,
 -- again when late events change one; each computation of a day is a new `version`, and
 -- `rollup_days` names the current version of each day: queries read only that one.
 CREATE TABLE IF NOT EXISTS session_rollups
@@ -17,6 +17,7 @@ CREATE TABLE IF NOT EXISTS session_rollups
     with_pageview   UInt64,
     duration_ms     UInt64,
     visitors        UInt64,
+    visitor_ids     AggregateFunction(uniqExact, UInt64),
     version         UInt64
 )
 ENGINE = ReplacingMergeTree(version)
