@@ -305,6 +305,9 @@ class Sink(Protocol):
 
     def write(self, batch: list[Checked], summary: Summary) -> None: ...
 
+    def finish(self) -> None:
+        """After the last write."""
+
 
 def check(row: Row, now: int, *, max_age_ms: int | None) -> RawEvent | str:
     """The validated event, or why the row is refused (the service's own rules)."""
@@ -386,6 +389,9 @@ class HttpSink:
             summary.refuse(where, message)
         if self.known is not None:
             self.known.update(c.row.event_id for c in batch)
+
+    def finish(self) -> None:
+        """Nothing: the service tracked the sessions as it ingested."""
 
     def _post(self, events: list[dict[str, Any]]) -> Any:
         from svc.cli.connection import error_of
@@ -512,6 +518,14 @@ class StoreSink:
                 "run the same command again to go on (what is stored already is skipped)"
             ) from exc
         summary.imported += len(rows)
+
+    def finish(self) -> None:
+        """Imported events carry no session start (ingestion tracks it live): write the
+        project's sessions anew from its events, and let its daily rollups be redone."""
+        from svc.storage.rollups import Rollups
+
+        self.store.rebuild_sessions(self.project.id)
+        Rollups(self.store).forget(self.project.id)
 
 
 def event_row(c: Checked, project: Project) -> EventRow:
@@ -722,6 +736,8 @@ def run_import(ctx: Context) -> int:
             # say how far it got; running the same command again goes on from there
             report(ctx, summary, project_ref, dry, stopped=True)
             raise
+    if not dry and summary.imported:
+        sink.finish()
     report(ctx, summary, project_ref, dry)
     return EXIT_PARTIAL if summary.refused_total else 0
 
