@@ -231,6 +231,7 @@ def generate(data_dir: Path, events: int, days: int) -> dict[str, Any]:
     """Make the data directory: project via the server, events via EventStore + SQL."""
     from svc.settings import Settings
     from svc.storage.events import EventStore
+    from svc.storage.rollups import Rollups
 
     if data_dir.exists():
         shutil.rmtree(data_dir)
@@ -254,6 +255,7 @@ def generate(data_dir: Path, events: int, days: int) -> dict[str, Any]:
     # The generated events carry no session_start: write their sessions from the events.
     store.rebuild_sessions()
     store.client.command("OPTIMIZE TABLE sessions FINAL")
+    Rollups(store).refresh()  # the days that are over (the server keeps them current)
     sessions_s = time.perf_counter() - started
     count, sessions, visitors = store.query(
         "SELECT count(), uniqExact(session_id), uniqExact(visitor_id) FROM events "

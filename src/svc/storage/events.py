@@ -181,6 +181,9 @@ class EventStore:
                 "insert_deduplicate": 1,
                 # the sessions table (fed by a materialized view) drops a replay too
                 "deduplicate_blocks_in_dependent_materialized_views": 1,
+                # one parsing thread: the same rate here, 15-25 MB less resident memory
+                # (docs/benchmarks.md, Memory)
+                "input_format_parallel_parsing": 0,
                 "input_format_skip_unknown_fields": 1,
             },
         )
@@ -192,13 +195,15 @@ class EventStore:
         settings: dict[str, Any] | None = None,
     ) -> Sequence[Sequence[Any]]:
         """Rows of a parameterised SELECT (``{name:Type}`` placeholders, bound server-side)."""
-        result = self.client.query(sql, parameters=parameters or {}, settings=settings)
+        result = self.client.query(
+            sql, parameters=parameters or {}, settings={**READ_SETTINGS, **(settings or {})}
+        )
         return result.result_rows
 
     def query_named(
         self, sql: str, parameters: dict[str, Any] | None = None
     ) -> list[dict[str, Any]]:
-        result = self.client.query(sql, parameters=parameters or {})
+        result = self.client.query(sql, parameters=parameters or {}, settings=READ_SETTINGS)
         names = result.column_names
         return [dict(zip(names, row, strict=True)) for row in result.result_rows]
 
@@ -223,6 +228,13 @@ class EventStore:
         self.client.query("SELECT 1")
         return (time.perf_counter() - started) * 1000
 
+
+#: Reads that would hold more than this in a GROUP BY or a sort spill to disk instead: the
+#: service shares its memory with ingestion (docs/benchmarks.md, Memory).
+READ_SETTINGS: dict[str, Any] = {
+    "max_bytes_before_external_group_by": 300_000_000,
+    "max_bytes_before_external_sort": 300_000_000,
+}
 
 #: Migrations after which the sessions table is rebuilt from the events.
 _REBUILD_SESSIONS_AFTER = {2}
