@@ -313,6 +313,8 @@ _SOCIAL_MEDIA: Final = frozenset(
 )
 _REFERRAL_MEDIA: Final = frozenset({"referral", "app", "link"})
 _HOST_RE: Final = re.compile(r"[\w-]+(?:\.[\w-]+)*")  # letters/digits/_/- labels, IDN allowed
+# What \w, "-" and "." are in ASCII once lower-cased (no upper case left), for the same test.
+_ASCII_HOST_CHARS: Final = "abcdefghijklmnopqrstuvwxyz0123456789_-."
 _OPAQUE_SCHEME_RE: Final = re.compile(r"[a-z][a-z0-9+.-]*:(?!\d)", re.IGNORECASE)
 # RFC 3986 authority: optional scheme, "//", optional userinfo "...@", then the host (group 1)
 # up to the port, path, query or fragment. Cheaper than urllib.parse.urlsplit.
@@ -337,9 +339,12 @@ def _referrer_host(referrer: str) -> str:
         if match is None:
             return ""
     host = match.group(1).lower().rstrip(".")
-    if not _HOST_RE.fullmatch(host):
-        return ""  # empty, [IPv6], or characters no host has
-    return _strip_www(host)
+    if host.isascii():  # _HOST_RE's test without the regex: [a-z0-9_-] labels joined by dots
+        if not host or host.strip(_ASCII_HOST_CHARS) or host[0] == "." or ".." in host:
+            return ""  # empty, [IPv6], or characters no host has
+    elif not _HOST_RE.fullmatch(host):
+        return ""
+    return host[4:] if host.startswith("www.") else host
 
 
 @lru_cache(maxsize=8_192)
