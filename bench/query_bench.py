@@ -5,7 +5,8 @@
 2. ``--events`` events over ``--days`` days are written DIRECTLY into the store, through
    :class:`svc.storage.events.EventStore` on that data directory, by one
    ``INSERT INTO events SELECT ... FROM numbers(...)``: about one session per 3.3 events
-   (geometric lengths, 30 % one-page sessions), 60 % as many visitors as sessions, events
+   (geometric lengths, 30 % one-page sessions), 60 % as many visitors as sessions (a visitor id
+   lives for a day, as in the service), events
    45-75 s apart, a daily traffic cycle, page paths with a long tail, the first event of each
    session with a referrer and source (direct, search engines, social networks, a newsletter
    with UTM tags, a tail of referring sites), later ones internal; 15 % custom events with
@@ -156,7 +157,7 @@ INSERT INTO events (project_id, ts, received_at, event_id, name, session_id, vis
     os_version, device, screen_width, country, region, city)
 SELECT
     {{project:String}},
-    ts, ts, '', name, cityHash64(s, 'session'), cityHash64(v, 'visitor'),
+    ts, ts, '', name, cityHash64(s, 'session'), cityHash64(v, day, 'visitor'),
     'example.com', path, concat('https://example.com', path,
         if(k = 0 AND src_i = 10, '?utm_source=newsletter&utm_medium=email', '')),
     if(k = 0, referrer, concat('https://example.com', prev_path)),
@@ -174,7 +175,7 @@ SELECT
     {_sq([c[0] for c in COUNTRIES])}[co_i], '', ''
 FROM
 (
-    SELECT s, k, v, src_i, br_i, os_i, co_i,
+    SELECT s, k, v, day, src_i, br_i, os_i, co_i,
         fromUnixTimestamp64Milli(toInt64(
             {start_ms} + day * 86400000 + sec_of_day * 1000 + k * 45000
             + cityHash64(s, k, 'gap') % 30000), 'UTC') AS ts,

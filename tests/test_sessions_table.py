@@ -132,3 +132,32 @@ def test_daily_rollups_give_the_same_answers(fresh_server: Server) -> None:
         assert time.monotonic() < deadline, "the late event did not reach the rollups"
         time.sleep(0.2)
     assert get(srv, p, "/metrics", **wide)["trafficSources"]["duckduckgo"] == 1
+
+
+def test_stored_visitor_ids_are_day_scoped_and_reversible() -> None:
+    from svc.ingestion.identity import stored_visitor_id
+
+    v, t = 0x1234_5678_9ABC_DEF0, at(10, 0)
+    assert stored_visitor_id(stored_visitor_id(v, t), t) == v
+    assert stored_visitor_id(v, t) == stored_visitor_id(v, t + 3_600_000)  # same day
+    assert stored_visitor_id(v, t) != stored_visitor_id(v, t + 86_400_000)  # another day
+
+
+def test_a_session_goes_on_across_a_restart(fresh_server: Server) -> None:
+    """The tracker is rebuilt from the store with the visitors' hashes (the stored ids are
+    mixed with the day): a visitor's next event after a restart stays in its session."""
+    srv = fresh_server
+    srv.start()
+    p = srv.create_project("restart", domains=["acme.test"])
+    now = int(time.time() * 1000)
+    first = {**ev(31, now - 120_000, path="/one"), "ip": "10.0.1.31"}
+    assert srv.send(p["keys"]["secret"], first).status_code == 200
+    srv.wait_loaded()
+    srv.stop()
+    srv.start()
+    second = {**ev(31, now - 60_000, path="/two"), "ip": "10.0.1.31"}
+    assert srv.send(p["keys"]["secret"], second).status_code == 200
+    srv.wait_loaded()
+    days = [time.strftime("%Y-%m-%d", time.gmtime(now / 1000 - d)) for d in (86_400, 0)]
+    m = get(srv, p, "/metrics", **{"from": days[0], "to": days[1], "tz": "UTC"})
+    assert (m["sessions"], m["pageviews"], m["visitors"], m["bounceRate"]) == (1, 2, 1, "0.0%")

@@ -22,7 +22,7 @@ import msgspec
 
 from svc import __version__
 from svc.auth import Authenticator, load_admin_token_hash
-from svc.ingestion.identity import Salts
+from svc.ingestion.identity import Salts, stored_visitor_id
 from svc.ingestion.service import IngestService
 from svc.meta.store import MetaStore
 from svc.meta.usage import UsageRecorder
@@ -129,8 +129,8 @@ class Runtime:
         )
         timeout = timedelta(milliseconds=pipeline.sessions.timeout_ms)
         stmt = sql.recent_sessions((now - 2 * timeout).replace(tzinfo=None))
-        pipeline.sessions.seed(
-            (p, int(v), int(s), int(st), int(a), int(b))
+        pipeline.sessions.seed(  # the tracker keys visitors by their unmixed hash
+            (p, stored_visitor_id(int(v), int(st)), int(s), int(st), int(a), int(b))
             for p, v, s, st, a, b in self.store.query(stmt.sql, stmt.params)
         )
         month_start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
@@ -156,7 +156,7 @@ class Runtime:
                     [
                         (
                             row["project_id"],
-                            int(row["visitor_id"]),
+                            stored_visitor_id(int(row["visitor_id"]), start),
                             int(row["session_id"]),
                             start,
                             ts,

@@ -28,8 +28,10 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
+from zoneinfo import ZoneInfo
 
 from svc.cli.common import (
     Context,
@@ -587,9 +589,14 @@ def event_row(c: Checked, project: Project) -> EventRow:
     q = page.query
     session_key = row.session or row.visitor or row.event_id
     visitor_key = row.visitor or session_key
+    # A visitor is a person on one day (as the daily salt makes it for ingested events, and as
+    # the services we import from count them): the day in the project's time zone.
+    day = datetime.fromtimestamp(row.ts_ms / 1000, ZoneInfo(project.timezone)).date()
     visitor = int.from_bytes(
         hashlib.blake2b(
-            f"{project.id}\x00{visitor_key}".encode(), digest_size=8, person=b"svcm-visitor"
+            f"{project.id}\x00{day}\x00{visitor_key}".encode(),
+            digest_size=8,
+            person=b"svcm-visitor",
         ).digest(),
         "little",
     )

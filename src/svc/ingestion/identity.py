@@ -7,6 +7,11 @@ which no stored id can be linked back to an address. No address is stored.
 
 A session is one visitor's run of events with no gap over the timeout (30 minutes). A client's
 own ``sessionId`` names its session as it is (hashed with the project into 64 bits).
+
+The *stored* visitor id is the visitor hash mixed with the UTC day its session began
+(:func:`stored_visitor_id`): a visitor is a person on one day, as the daily salt makes it anyway,
+and a late event (sent days after it happened, hashed with today's salt) cannot make one id
+appear on two days. So visitors add up over days exactly, and daily rollups can hold them.
 """
 
 from __future__ import annotations
@@ -35,6 +40,25 @@ def derived_session_id(visitor_id: int, start_ms: int) -> int:
     """The stored id of a derived session: its visitor and start time."""
     data = visitor_id.to_bytes(8, "little") + start_ms.to_bytes(8, "little")
     return _u64(_HASH(data, digest_size=8, person=b"svc-dsid").digest())
+
+
+def _day_key(day: int) -> int:
+    return _u64(_HASH(day.to_bytes(4, "little"), digest_size=8, person=b"svc-vday").digest())
+
+
+_DAY_KEYS: dict[int, int] = {}
+
+
+def stored_visitor_id(visitor: int, session_start_ms: int) -> int:
+    """The visitor id stored with an event: mixed with the UTC day of its session's start.
+    Its own inverse: ``stored_visitor_id(stored_visitor_id(v, t), t) == v``."""
+    day = session_start_ms // _DAY_MS
+    key = _DAY_KEYS.get(day)
+    if key is None:
+        if len(_DAY_KEYS) > 64:
+            _DAY_KEYS.clear()
+        key = _DAY_KEYS[day] = _day_key(day)
+    return visitor ^ key
 
 
 def utc_day(ms: int) -> str:

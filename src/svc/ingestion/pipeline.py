@@ -323,10 +323,10 @@ class Pipeline:
             visitor = identity.visitor_id(salt, project_id, d.address, d.user_agent)
             ctx.visitor_memo = (salt, d.address, d.user_agent, visitor)
         if d.raw.session_id:
-            d.visitor_id = visitor
             sid = identity.client_session_id(project_id, d.raw.session_id)
             d.session_id = sid
-            d.session_start_ms = self.sessions.client_start(sid, d.ts_ms)
+            d.session_start_ms = start = self.sessions.client_start(sid, d.ts_ms)
+            d.visitor_id = identity.stored_visitor_id(visitor, start)
             return None
         if not self.sessions.has_active(project_id, visitor, d.ts_ms):
             # A session that began before midnight goes on under yesterday's visitor id.
@@ -335,6 +335,6 @@ class Pipeline:
             )
             if self.sessions.has_active(project_id, before, d.ts_ms):
                 visitor = before
-        d.visitor_id = visitor
         d.session_id, d.session_start_ms = self.sessions.assign(project_id, visitor, d.ts_ms)
+        d.visitor_id = identity.stored_visitor_id(visitor, d.session_start_ms)
         return None

@@ -58,13 +58,6 @@ def metrics_sql(scope: QueryScope) -> str:
     )
 
 
-_SUMS = (
-    "count() AS sessions, sum(pv) AS pageviews, sum(ev) AS events, "
-    "countIf(all_pv = 1 AND all_ev = 1) AS bounces, countIf(all_pv > 0) AS sessions_with_pv, "
-    "sum(dur) AS duration_ms"
-)
-
-
 def query_metrics(store: EventStore, scope: QueryScope) -> Metrics:
     scope.load_edges(store)
     if scope.filters:
@@ -88,8 +81,8 @@ def _from_rows(rows: list[dict[str, Any]]) -> Metrics:
 
 def _unfiltered(store: EventStore, scope: QueryScope) -> Metrics:
     """Without filters: the days wholly inside the range from the daily rollups, the rest
-    from the session rows; the figures add up, and visitors are merged from the days' sets
-    of visitor ids."""
+    from the session rows. Every figure adds up over days, visitors too (a stored visitor id
+    belongs to one day: svc.ingestion.identity.stored_visitor_id)."""
     result = Metrics()
     sources: dict[str, int] = {}
 
@@ -105,12 +98,14 @@ def _unfiltered(store: EventStore, scope: QueryScope) -> Metrics:
         for row in store.query_named(scope.rollup_sql(["", "source"]), scope.params):
             if row["dimension"] == "":
                 add(row)
+                result.visitors += int(row["visitors"])
             else:
                 sources[row["value"]] = sources.get(row["value"], 0) + int(row["sessions"])
-    rows = scope.sessions({"src": DIMENSIONS["source"]})
-    for row in store.query_named(f"SELECT src, {_SUMS} FROM ({rows}) GROUP BY src", scope.params):
-        add(row)
-        sources[row["src"]] = sources.get(row["src"], 0) + int(row["sessions"])
-    result.visitors = int(store.query(scope.visitors_sql(rows), scope.params)[0][0])
+    for row in store.query_named(metrics_sql(scope), scope.params):  # the other days
+        if row["src"] == "":  # the rollup row
+            add(row)
+            result.visitors += int(row["visitors"])
+        else:
+            sources[row["src"]] = sources.get(row["src"], 0) + int(row["sessions"])
     result.traffic_sources = dict(sorted(sources.items(), key=lambda kv: (-kv[1], kv[0])))
     return result

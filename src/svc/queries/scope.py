@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 #: (sessions are keyed by the UTC day of their start) and for their events outside the range.
 #: A session that goes on for longer than this across an end of the range is counted with
 #: the events of this margin only.
-EDGE = timedelta(days=2)
+EDGE = timedelta(days=1)
 
 
 @dataclass
@@ -140,35 +140,47 @@ class QueryScope:
         self.params.update(
             edge0=(start - EDGE).replace(tzinfo=None),
             edge1=(end + EDGE).replace(tzinfo=None),
+            # A session is keyed by the UTC day of its first event seen; an event of it may be
+            # earlier (a late one, within the session timeout) but never by a day.
             day0=(start - EDGE).date(),
-            day1=(end + timedelta(days=1)).date(),
-            start_day1=(start + timedelta(days=1)).date(),
+            day1=end.date(),
+            start_day=start.date(),
             end_day0=(end - EDGE).date(),
         )
 
-    def _outside_sql(self) -> str:
-        """Per session that crosses an end of the range: its page views and events outside."""
+    def _crossing_sql(self) -> str:
+        """The sessions that cross an end of the range."""
         self._bind_edges()
         t0, t1 = "{start:DateTime64(3, 'UTC')}", "{end:DateTime64(3, 'UTC')}"
-        crossing = (
+        return (
             "SELECT session_id FROM sessions FINAL WHERE project_id = {project:String} AND "
-            "(session_day BETWEEN {day0:Date} AND {start_day1:Date} "
+            "(session_day BETWEEN {day0:Date} AND {start_day:Date} "
             "OR session_day BETWEEN {end_day0:Date} AND {day1:Date}) "
             f"AND ((first_ts < {t0} AND last_ts >= {t0}) OR (first_ts < {t1} AND last_ts >= {t1}))"
         )
+
+    def _outside_sql(self, sessions: str) -> str:
+        """Per session of ``sessions`` (a subquery or a bound array): its page views and
+        events outside the range, within a day of its ends."""
+        t0, t1 = "{start:DateTime64(3, 'UTC')}", "{end:DateTime64(3, 'UTC')}"
         return (
             "SELECT session_id, countIf(name = 'page_view') AS opv, count() AS oev FROM events "
             "WHERE project_id = {project:String} "
             f"AND ((ts >= {{edge0:DateTime64(3, 'UTC')}} AND ts < {t0}) "
             f"OR (ts >= {t1} AND ts < {{edge1:DateTime64(3, 'UTC')}})) "
-            f"AND session_id IN ({crossing}) GROUP BY session_id"
+            f"AND session_id IN {sessions} GROUP BY session_id"
         )
 
     def load_edges(self, store: EventStore) -> QueryScope:
-        """Read the sessions that cross an end of the range (a small query) so that the
-        session rows correct them by value instead of by a join: much cheaper. Returns self."""
+        """Read the sessions that cross an end of the range and their events outside it (two
+        small queries) so that the session rows correct them by value instead of by a join:
+        much cheaper. Returns self."""
         if self._edges is None and not self._event_conditions:
-            rows = store.query(self._outside_sql(), self.params)
+            crossing = [int(r[0]) for r in store.query(self._crossing_sql(), self.params)]
+            rows: Sequence[Sequence[Any]] = []
+            if crossing:
+                self.params["crossing"] = crossing
+                rows = store.query(self._outside_sql("{crossing:Array(UInt64)}"), self.params)
             self._edges = rows
             self.params.update(
                 edge_ids=[int(r[0]) for r in rows],
@@ -218,29 +230,13 @@ class QueryScope:
             "GROUP BY dimension, value"
         )
 
-    def visitors_sql(self, rows: str) -> str:
-        """Exact visitors of the rolled days (their id sets) and of the session ``rows``."""
-        rolled = (
-            "SELECT visitor_ids AS ids FROM session_rollups WHERE project_id = {project:String} "
-            "AND dimension = '' AND session_day IN {rolled_days:Array(Date)} "
-            "AND version = transform(session_day, {rolled_days:Array(Date)}, "
-            "{rolled_versions:Array(UInt64)}, toUInt64(0)) UNION ALL "
-            if self.rolled_days
-            else ""
-        )
-        return (
-            f"SELECT uniqExactMerge(ids) FROM ({rolled}"
-            f"SELECT uniqExactState(visitor) AS ids FROM ({rows}))"
-        )
-
     def _sessions_from_table(self, extra: dict[str, Dimension]) -> str:
         self._bind_edges()
         t0, t1 = "{start:DateTime64(3, 'UTC')}", "{end:DateTime64(3, 'UTC')}"
         if self._edges is None:  # not loaded: join the crossing sessions' counts
-            source = (
-                f"sessions AS s FINAL LEFT JOIN ({self._outside_sql()}) AS o "
-                "ON o.session_id = s.session_id"
-            )
+            outside = self._outside_sql(f"({self._crossing_sql()})")
+            join = f"LEFT JOIN ({outside}) AS o ON o.session_id = s.session_id"
+            source = f"sessions AS s FINAL {join}"
             opv, oev = "o.opv", "o.oev"
         else:
             source = "sessions AS s FINAL"

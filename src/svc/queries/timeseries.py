@@ -11,11 +11,18 @@ from svc.errors import InvalidRequest
 from svc.queries.scope import QueryScope, percent
 from svc.storage.events import EventStore
 
+#: Per interval: the bucket of a time (grouped by), and its label (formatted once a bucket).
 INTERVALS = {
-    "hour": "formatDateTime(toStartOfHour({t}, {{tz:String}}), '%Y-%m-%dT%H:00', {{tz:String}})",
-    "day": "toString(toDate({t}, {{tz:String}}))",
-    "week": "toString(toMonday({t}, {{tz:String}}))",
-    "month": "toString(toStartOfMonth({t}, {{tz:String}}))",
+    "hour": "toStartOfHour({t}, {{tz:String}})",
+    "day": "toDate({t}, {{tz:String}})",
+    "week": "toMonday({t}, {{tz:String}})",
+    "month": "toStartOfMonth({t}, {{tz:String}})",
+}
+LABELS = {
+    "hour": "formatDateTime(bucket, '%Y-%m-%dT%H:00', {tz:String})",
+    "day": "toString(bucket)",
+    "week": "toString(bucket)",
+    "month": "toString(bucket)",
 }
 MAX_POINTS = 10_000
 
@@ -57,16 +64,19 @@ def buckets(scope: QueryScope, interval: str) -> list[str]:
 def query_timeseries(store: EventStore, scope: QueryScope, interval: str) -> dict[str, Any]:
     bucket = INTERVALS[interval]
     scope.load_edges(store)
+    label = LABELS[interval]
     event_sql = (
-        f"SELECT {bucket.format(t='ts')} AS time, countIf(name = 'page_view') AS pageviews, "
-        "count() AS events, uniqExact(visitor_id) AS visitors "
-        f"FROM events WHERE {scope.events_where()} GROUP BY time"
+        f"SELECT {label} AS time, * FROM (SELECT {bucket.format(t='ts')} AS bucket, "
+        "countIf(name = 'page_view') AS pageviews, count() AS events, "
+        f"uniqExact(visitor_id) AS visitors FROM events WHERE {scope.events_where()} "
+        "GROUP BY bucket)"
     )
     start = "greatest(first_ts, {start:DateTime64(3, 'UTC')})"
     session_sql = (
-        f"SELECT {bucket.format(t=start)} AS time, count() AS sessions, "
-        "countIf(all_pv = 1 AND all_ev = 1) AS bounces, countIf(all_pv > 0) AS with_pv, "
-        f"sum(dur) AS duration_ms FROM ({scope.sessions()}) GROUP BY time"
+        f"SELECT {label} AS time, * FROM (SELECT {bucket.format(t=start)} AS bucket, "
+        "count() AS sessions, countIf(all_pv = 1 AND all_ev = 1) AS bounces, "
+        "countIf(all_pv > 0) AS with_pv, sum(dur) AS duration_ms "
+        f"FROM ({scope.sessions()}) GROUP BY bucket)"
     )
     by_events = {r["time"]: r for r in store.query_named(event_sql, scope.params)}
     by_sessions = {r["time"]: r for r in store.query_named(session_sql, scope.params)}

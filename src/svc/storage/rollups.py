@@ -19,8 +19,16 @@ from svc.storage.events import EventStore
 
 log = logging.getLogger(__name__)
 
-#: The rolled-up dimensions: '' holds each day's totals.
-ROLLUP_DIMENSIONS = ("", "source")
+
+def rollup_dimensions() -> dict[str, str]:
+    """Every rolled-up dimension and its value on a sessions-table row ('' holds the day's
+    totals): the session dimensions of the query API."""
+    from svc.queries.dimensions import DIMENSIONS
+
+    dims = {"": "''"}
+    dims.update((d.name, d.session_column()) for d in DIMENSIONS.values() if d.level == "session")
+    return dims
+
 
 #: A day is rolled up this long after its end (sessions that began on it have ended).
 SETTLE = timedelta(hours=1)
@@ -30,15 +38,18 @@ RECHECK_MARGIN = timedelta(minutes=10)
 #: At start, the late events of this long ago are looked for (ts may be 7 days in the past).
 FIRST_CHECK = timedelta(days=8)
 
-_DAY_SQL = """
+
+def _day_sql() -> str:
+    pairs = ", ".join(f"('{name}', toString({expr}))" for name, expr in rollup_dimensions().items())
+    return f"""
 INSERT INTO session_rollups
 SELECT project_id, dv.1 AS dimension, session_day, dv.2 AS value,
     count(), sum(pageviews), sum(events), countIf(pageviews = 1 AND events = 1),
     countIf(pageviews > 0), sum(dateDiff('millisecond', first_ts, last_ts)),
-    uniqExact(visitor_id), uniqExactState(visitor_id), {version:UInt64}
+    uniqExact(visitor_id), {{version:UInt64}}
 FROM sessions FINAL
-ARRAY JOIN [('', ''), ('source', toString(source))] AS dv
-WHERE project_id = {project:String} AND session_day = {day:Date}
+ARRAY JOIN [{pairs}] AS dv
+WHERE project_id = {{project:String}} AND session_day = {{day:Date}}
 GROUP BY project_id, session_day, dimension, value
 """
 
@@ -49,6 +60,7 @@ class Rollups:
 
     def __init__(self, store: EventStore) -> None:
         self.store = store
+        self._sql = _day_sql()
         self._checked_since: datetime | None = None
         self.days_computed = 0  # since start, for /health
 
@@ -67,7 +79,7 @@ class Rollups:
     def compute(self, project_id: str, day: date, version: int) -> None:
         """(Re)compute one day of one project under ``version``, then make it current."""
         params = {"project": project_id, "day": day, "version": version}
-        self.store.client.command(_DAY_SQL, parameters=params)
+        self.store.client.command(self._sql, parameters=params)
         self.store.client.command(
             "INSERT INTO rollup_days (project_id, session_day, version) "
             "VALUES ({project:String}, {day:Date}, {version:UInt64})",

@@ -1,7 +1,9 @@
 -- Daily rollups of the sessions table, for the reports that need no filter: per project, UTC
--- day of the sessions' start (session_day), dimension ('' for the totals, 'source', ...) and
--- value: sessions, page views, events, bounces, sessions with a page view, duration, and
--- visitors: distinct within the day, and the set of their ids (for exact counts over days). Written by svc.storage.rollups for days that are over,
+-- day of the sessions' start (session_day), dimension ('' for the totals, then every session
+-- dimension: 'source', 'entry_page', 'country', ...) and value: sessions, page views, events,
+-- bounces, sessions with a page view, duration, and visitors. Every figure adds up over days,
+-- visitors too: a stored visitor id is mixed with the day its session began
+-- (svc.ingestion.identity.stored_visitor_id), so no id is on two days. Written by svc.storage.rollups for days that are over,
 -- again when late events change one; each computation of a day is a new `version`, and
 -- `rollup_days` names the current version of each day: queries read only that one.
 CREATE TABLE IF NOT EXISTS session_rollups
@@ -17,7 +19,6 @@ CREATE TABLE IF NOT EXISTS session_rollups
     with_pageview   UInt64,
     duration_ms     UInt64,
     visitors        UInt64,
-    visitor_ids     AggregateFunction(uniqExact, UInt64),
     version         UInt64
 )
 ENGINE = ReplacingMergeTree(version)
