@@ -33,7 +33,7 @@ accelerator, before ``re2`` and pure Python); here the Rust resolver is built ex
 without ua_parser's own small S3-FIFO cache (2000 entries) since :func:`parse_user_agent` has
 its own LRU cache, and only its user-agent and OS extractors are called, directly: the
 device-model rules cost as much again and the form factor does not need them. A cold parse
-costs some 8 µs (7 of them in the two Rust extractors), a cached one well under 1 µs; equal
+costs some 10 µs (7-9 of them in the two Rust extractors), a cached one well under 1 µs; equal
 results share one :class:`UserAgentInfo` (up to 4,096 of them) instead of building one per
 UA. The parser (≈0.2 s to build) is built on first use or by :func:`load`.
 """
