@@ -122,6 +122,14 @@ def test_daily_rollups_give_the_same_answers(fresh_server: Server) -> None:
         assert rolled[key] == events_path[key], key
     assert (rolled["pageviews"], rolled["sessions"], rolled["bounceRate"]) == (6, 3, "33.3%")
     assert rolled["trafficSources"] == {"bing": 1, "direct": 1, "reddit": 1}
+    for by in ("source", "entry_page", "exit_page", "browser"):
+        for order in ("-visitors", "value", "-bounceRate"):
+            args = {**wide, "by": by, "order": order}
+            table = get(srv, p, "/metrics/breakdown", **args)
+            events = get(srv, p, "/metrics/breakdown", filter="page:not_contains:/nowhere", **args)
+            assert table == events, (by, order)
+    paged = get(srv, p, "/metrics/breakdown", by="entry_page", limit=1, offset=1, **wide)
+    assert (paged["totalRows"], [r["value"] for r in paged["rows"]]) == (3, ["/y"])
     # a late event for a rolled-up day: the day is rolled up again
     late = ev(24, at(12, 0), path="/late", referrer="https://duckduckgo.com/")
     late["ip"] = "10.0.1.24"

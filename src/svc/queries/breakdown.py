@@ -94,11 +94,62 @@ def query_breakdown(
 ) -> dict[str, Any]:
     if dim.level == "session":
         scope.load_edges(store)
+        if scope.load_rollups(store):
+            return _from_rollups(store, scope, dim, page)
     rows = store.query_named(breakdown_sql(scope, dim, page), scope.params)
     return {
         "by": dim.name,
         "rows": [{"value": r["value"], **session_metrics(r)} for r in rows],
         "totalRows": int(rows[0]["total_rows"]) if rows else 0,
+        "limit": page.limit,
+        "offset": page.offset,
+        "order": page.order,
+    }
+
+
+_SUMMED = ("sessions", "pageviews", "events", "bounces", "sessions_with_pv", "duration_ms")
+
+
+def _from_rollups(
+    store: EventStore, scope: QueryScope, dim: Dimension, page: Page
+) -> dict[str, Any]:
+    """A session dimension without filters: the days wholly inside the range from the daily
+    rollups, the rest from the session rows, added up by value (every figure adds up over
+    days, visitors too); then ordered and paged."""
+    totals: dict[str, dict[str, int]] = {}
+
+    def add(value: str, row: dict[str, Any]) -> None:
+        t = totals.setdefault(value, dict.fromkeys((*_SUMMED, "visitors"), 0))
+        for k in (*_SUMMED, "visitors"):
+            t[k] += int(row[k])
+
+    for row in store.query_named(scope.rollup_sql([dim.name]), scope.params):
+        add(row["value"], row)
+    sessions = scope.sessions({"value": dim})
+    rest = f"SELECT value, {SESSION_AGGREGATES} FROM ({sessions}) GROUP BY value"
+    for row in store.query_named(rest, scope.params):
+        add(row["value"], row)
+    name = page.order.lstrip("-+")
+    descending = page.order.startswith("-")
+
+    def key(item: tuple[str, dict[str, int]]) -> Any:
+        value, t = item
+        if name == "value":
+            return value
+        if name == "bounceRate":
+            figure: float = t["bounces"] / max(t["sessions_with_pv"], 1)
+        elif name == "avgSessionDuration":
+            figure = t["duration_ms"] / max(t["sessions"], 1)
+        else:
+            figure = t[name]
+        return (-figure if descending else figure, value)
+
+    ordered = sorted(totals.items(), key=key, reverse=name == "value" and descending)
+    chosen = ordered[page.offset : page.offset + page.limit]
+    return {
+        "by": dim.name,
+        "rows": [{"value": v, **session_metrics(t)} for v, t in chosen],
+        "totalRows": len(totals),
         "limit": page.limit,
         "offset": page.offset,
         "order": page.order,
