@@ -66,3 +66,34 @@ def test_usage_is_recorded_and_restarts_do_not_double_it(
     srv.start()  # rebuilt from the store and the spool
     srv.stop()
     assert _recorded(meta_url, pid) == 5
+
+
+def test_a_segment_loaded_but_not_deleted_is_counted_once(fresh_server: Server) -> None:
+    """A process killed between a segment's insert and its deletion leaves the segment in the
+    spool and its events in the store. The next start loads it again (the insert's
+    deduplication token drops it) before counting, so usage and the store hold it once."""
+    srv = fresh_server
+    srv.env["SVC_SPOOL_FLUSH_INTERVAL_MS"] = "600000"  # the segment stays open until the stop
+    srv.start()
+    p = srv.create_project("replayed")
+    pid, public, secret = p["id"], p["keys"]["public"], p["keys"]["secret"]
+    _send(srv, public, 4)
+    srv.stop(kill=True)  # the acknowledged events are in an open segment
+    spool = srv.data_dir / "spool"
+    kept = {path.name: path.read_bytes() for path in spool.iterdir() if path.is_file()}
+    assert kept, "the killed process left its segment"
+
+    srv.start()  # loads the segment into the store and deletes it
+    srv.wait_loaded()
+    srv.stop()
+    for name, data in kept.items():  # the segment is back, as if its deletion never happened
+        (spool / name).write_bytes(data)
+
+    srv.start()
+    r = httpx.get(f"{srv.url}/projects/{pid}", headers=srv.admin())
+    assert r.json()["usage"]["events"] == 4
+    srv.wait_loaded()
+    assert len(srv.events(pid, secret)) == 4
+    assert srv.metrics(secret, **{"from": "2000-01-01"})["pageviews"] == 4
+    srv.stop()
+    assert _recorded(f"sqlite:///{srv.data_dir / 'meta.db'}", pid) == 4

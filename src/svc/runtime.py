@@ -1,7 +1,8 @@
 """The running service: every long-lived part, started and stopped in order.
 
-Start-up: migrate metadata and event store, recover the spool, rebuild the in-memory state
-(eventId window, live sessions, usage of this month) from the store and the spool, then start
+Start-up: migrate metadata and event store, recover the spool and load what it holds, rebuild
+the in-memory state (eventId window, live sessions, usage of this month) from the store and
+from whatever could not be loaded yet, then start
 the spool writer, the loader and the housekeeping task. Shut-down: stop taking events, commit
 and close the spool, load what is ready, close the stores.
 """
@@ -83,14 +84,18 @@ class Runtime:
         warm_up = asyncio.create_task(asyncio.to_thread(self.ingest.pipeline.warm_up))
         await asyncio.to_thread(self.meta.migrate)
         await asyncio.to_thread(self.salts.refresh, now_ms())
-        segments = await asyncio.to_thread(self.spool.recover)
+        await asyncio.to_thread(self.spool.recover)
         try:
             await asyncio.to_thread(self.store.migrate)
+            # What a previous run left in the spool goes into the store first: a segment it
+            # had inserted but not deleted yet is then in one place only, and counted once.
+            await self.loader.drain()
             await asyncio.to_thread(self._seed_from_store)
         except Exception as exc:  # the store may be down: ingestion still spools
             log.error("event store unavailable at start-up: %s", exc)
             self.loader.last_error = f"{type(exc).__name__}: {exc}"[:500]
-        await asyncio.to_thread(self._seed_from_spool, [s.path for s in segments])
+        # Segments still spooled are not in the store: count them from the spool.
+        await asyncio.to_thread(self._seed_from_spool, [s.path for s in self.spool.ready])
         await warm_up
         await self.spool.start()
         await self.loader.start()

@@ -48,9 +48,18 @@ class Loader:
         if self._task is not None:
             await self._task
         if drain:
-            while self.spool.ready:
-                if not await self._load_one(self.spool.ready[0]):
-                    break
+            await self.drain()
+
+    async def drain(self) -> bool:
+        """Load every ready segment now, oldest first; False when one failed (it and the
+        younger ones stay spooled). At start-up this runs before the in-memory counts are
+        rebuilt from the store, so a segment that a killed process had inserted but not yet
+        deleted is replayed (and dropped by its deduplication token) instead of being counted
+        twice, once in the store and once in the spool."""
+        while self.spool.ready:
+            if not await self._load_one(self.spool.ready[0]):
+                return False
+        return True
 
     @property
     def backlog_events(self) -> int:
