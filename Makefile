@@ -12,7 +12,7 @@ PORT ?= 8080
 DATA ?= ./data
 PYTEST_ARGS ?=
 
-.PHONY: help run test setup lint typecheck pytest services chromium bench clean
+.PHONY: help run test setup lint typecheck pytest services chromium dashboard-deps bench clean
 
 help:
 	@echo "make run    set up and run svc on http://$(HOST):$(PORT) (data in $(DATA))"
@@ -33,9 +33,17 @@ setup: $(STAMPS)/venv tracker dashboard
 run: setup
 	$(VENV)/bin/svcm serve --host $(HOST) --port $(PORT) --data-dir $(DATA)
 
-# Debian's Chromium for the browser tests (never a downloaded browser).
+# Debian's Chromium for the browser tests (never a downloaded browser), and zsh and fish,
+# whose parsers check the completion scripts of svcm.
+TEST_APT := chromium zsh fish
 chromium:
-	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	@missing=$$(for c in $(TEST_APT); do command -v $$c >/dev/null 2>&1 || echo $$c; done); \
+	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
+
+# The dashboard's pinned npm packages (axe-core for the accessibility test); the build itself
+# is committed, so a fresh clone would otherwise never run npm ci.
+dashboard-deps:
+	@test -f dashboard/node_modules/axe-core/axe.min.js || { cd dashboard && $(NPM) ci --no-audit --no-fund >/dev/null; }
 
 # PostgreSQL and Redis from Debian, started for the tests.
 services:
@@ -49,7 +57,7 @@ lint: $(STAMPS)/venv
 typecheck: $(STAMPS)/venv
 	$(VENV)/bin/mypy
 
-pytest: $(STAMPS)/venv tracker dashboard chromium services client-js-build
+pytest: $(STAMPS)/venv tracker dashboard dashboard-deps chromium services client-js-build
 	set -a && source $(STAMPS)/services.env && set +a && \
 	$(PY) -m pytest $(PYTEST_ARGS)
 
