@@ -169,3 +169,85 @@ def test_a_session_goes_on_across_a_restart(fresh_server: Server) -> None:
     days = [time.strftime("%Y-%m-%d", time.gmtime(now / 1000 - d)) for d in (86_400, 0)]
     m = get(srv, p, "/metrics", **{"from": days[0], "to": days[1], "tz": "UTC"})
     assert (m["sessions"], m["pageviews"], m["visitors"], m["bounceRate"]) == (1, 2, 1, "0.0%")
+
+
+def test_page_breakdown_takes_sessions_whole_and_pages_in_the_range(
+    server: Server, edges: dict
+) -> None:
+    """By page over DAY alone, from the (session, page) table: the page views of each page in
+    the range (X's /a and Z's /z1 were on PREV), and the bounce of the whole session (X viewed
+    two pages, so /b is no bounce; Y's /y is)."""
+    body = get(server, edges, "/metrics/breakdown", by="page", **{"from": D1, "to": D1})
+    rows = {r["value"]: (r["sessions"], r["pageviews"], r["bounceRate"]) for r in body["rows"]}
+    assert rows == {
+        "/b": (1, 1, "0.0%"),
+        "/y": (1, 1, "100.0%"),
+        "/z2": (1, 1, "0.0%"),
+        "/z3": (1, 1, "0.0%"),
+    }
+    # over both days no session crosses an end: the events path (an event filter that keeps
+    # every event) gives the same rows
+    both = {"from": D0, "to": D1, "by": "page", "order": "value"}
+    table = get(server, edges, "/metrics/breakdown", **both)
+    events = get(server, edges, "/metrics/breakdown", filter="page:not_contains:/x", **both)
+    assert table == events
+    assert [r["value"] for r in table["rows"]] == ["/a", "/b", "/y", "/z1", "/z2", "/z3"]
+    # a session filter keeps whole sessions, pages in the range
+    bing = get(server, edges, "/metrics/breakdown", filter="source:is:bing", **both)
+    assert {r["value"]: r["pageviews"] for r in bing["rows"]} == {"/a": 1, "/b": 1}
+
+
+_PAGES_ROWS = """
+import json, sys
+from pathlib import Path
+from svc.settings import Settings
+from svc.storage.events import EventStore
+store = EventStore(Settings.from_env(data_dir=Path(sys.argv[1])))
+rows = store.query("SELECT project_id, toString(session_day), toString(session_id), path, "
+                   "pageviews, events FROM session_pages FINAL ORDER BY ALL")
+print(json.dumps([list(r) for r in rows]))
+if sys.argv[2] == "undo":  # back to the store as it was before migration 4
+    store.client.command("DROP VIEW session_pages_mv")
+    store.client.command("DROP TABLE session_pages")
+    store.client.command("DELETE FROM svc_migrations WHERE version = 4")
+store.close()
+"""
+
+
+def _session_pages(srv: Server, action: str = "") -> list[list[Any]]:
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _PAGES_ROWS, str(srv.data_dir), action],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    rows: list[list[Any]] = json.loads(out.stdout.splitlines()[-1])
+    return rows
+
+
+def test_session_pages_of_older_stores_are_rebuilt_by_the_migration(
+    fresh_server: Server,
+) -> None:
+    """A store from before the (session, page) table gets it from its events when migrated:
+    the same rows the materialized view writes, and the same page breakdown."""
+    srv = fresh_server
+    srv.start()
+    p = srv.create_project("pages", domains=["acme.test"])
+    events = [{**e, "ip": e["ip"].replace("10.0.0.", "10.0.1.")} for e in EDGE_EVENTS]
+    events.append({**ev(21, at(0, 15), name="click", path="/b"), "ip": "10.0.1.21"})
+    assert srv.send(p["keys"]["secret"], events).json()["accepted"] == len(events)
+    srv.wait_loaded()
+    both = {"from": D0, "to": D1, "by": "page", "order": "value"}
+    before = get(srv, p, "/metrics/breakdown", **both)
+    srv.stop()
+    written = _session_pages(srv, "undo")
+    assert ["/b", 1, 2] in [r[3:] for r in written]  # X's page view and click on /b
+    assert len(written) == 6
+    srv.start()  # migration 4 again, with the rebuild from the events
+    assert get(srv, p, "/metrics/breakdown", **both) == before
+    srv.stop()
+    assert _session_pages(srv) == written

@@ -66,11 +66,11 @@ def breakdown_sql(scope: QueryScope, dim: Dimension, page: Page) -> str:
         f"LIMIT {{{scope.bind('limit', page.limit)}:UInt32}} "
         f"OFFSET {{{scope.bind('offset', page.offset)}:UInt32}}"
     )
-    if dim.level == "session":
-        sessions = scope.sessions({"value": dim})
+    table_rows = _table_rows(scope, dim)
+    if table_rows is not None:
         return (
             f"SELECT value, {SESSION_AGGREGATES}, count() OVER () AS total_rows "
-            f"FROM ({sessions}) GROUP BY value {tail}"
+            f"FROM ({table_rows}) GROUP BY value {tail}"
         )
     # One pass over the events: each session with a map of its values to their page views
     # and events (sumMap), spread into rows by ARRAY JOIN. No join, one GROUP BY session.
@@ -89,14 +89,32 @@ def breakdown_sql(scope: QueryScope, dim: Dimension, page: Page) -> str:
     )
 
 
+def _table_rows(scope: QueryScope, dim: Dimension) -> str | None:
+    """The rows a breakdown by ``dim`` aggregates by value when they come from the sessions
+    table (one per session, or per session and page for the page dimension), or None when
+    they come from the events (a filter on an event dimension, other event dimensions)."""
+    if dim.level == "session":
+        return scope.sessions({"value": dim})
+    if dim.name == "page" and not scope.has_event_filters:
+        return scope.page_rows()
+    return None
+
+
 def query_breakdown(
     store: EventStore, scope: QueryScope, dim: Dimension, page: Page
 ) -> dict[str, Any]:
     if dim.level == "session":
         scope.load_edges(store)
-        if scope.load_rollups(store):
-            return _from_rollups(store, scope, dim, page)
-    rows = store.query_named(breakdown_sql(scope, dim, page), scope.params)
+    elif dim.name == "page" and not scope.has_event_filters:
+        scope.load_page_edges(store)
+    else:  # the events path
+        return _result(store.query_named(breakdown_sql(scope, dim, page), scope.params), dim, page)
+    if scope.load_rollups(store):  # none with filters
+        return _from_rollups(store, scope, dim, page)
+    return _result(store.query_named(breakdown_sql(scope, dim, page), scope.params), dim, page)
+
+
+def _result(rows: list[dict[str, Any]], dim: Dimension, page: Page) -> dict[str, Any]:
     return {
         "by": dim.name,
         "rows": [{"value": r["value"], **session_metrics(r)} for r in rows],
@@ -113,9 +131,9 @@ _SUMMED = ("sessions", "pageviews", "events", "bounces", "sessions_with_pv", "du
 def _from_rollups(
     store: EventStore, scope: QueryScope, dim: Dimension, page: Page
 ) -> dict[str, Any]:
-    """A session dimension without filters: the days wholly inside the range from the daily
-    rollups, the rest from the session rows, added up by value (every figure adds up over
-    days, visitors too); then ordered and paged."""
+    """A session dimension or the page, without filters: the days wholly inside the range
+    from the daily rollups, the rest from the session (and session page) rows, added up by
+    value (every figure adds up over days, visitors too); then ordered and paged."""
     totals: dict[str, dict[str, int]] = {}
 
     def add(value: str, row: dict[str, Any]) -> None:
@@ -125,8 +143,7 @@ def _from_rollups(
 
     for row in store.query_named(scope.rollup_sql([dim.name]), scope.params):
         add(row["value"], row)
-    sessions = scope.sessions({"value": dim})
-    rest = f"SELECT value, {SESSION_AGGREGATES} FROM ({sessions}) GROUP BY value"
+    rest = f"SELECT value, {SESSION_AGGREGATES} FROM ({_table_rows(scope, dim)}) GROUP BY value"
     for row in store.query_named(rest, scope.params):
         add(row["value"], row)
     name = page.order.lstrip("-+")

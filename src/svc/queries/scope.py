@@ -60,6 +60,8 @@ class QueryScope:
         self._session_conditions: list[str] = []  # over a session's events (GROUP BY)
         self._session_row_conditions: list[str] = []  # over a row of the sessions table
         self._edges: Sequence[Sequence[Any]] | None = None  # see load_edges
+        self._crossing: list[int] = []  # see load_edges
+        self._page_edges: Sequence[Sequence[Any]] | None = None  # see load_page_edges
         self.rolled_days: list[tuple[date, int]] = []  # see load_rollups
         for i, f in enumerate(self.filters):
             self.params.update(dict(f.params))
@@ -93,6 +95,10 @@ class QueryScope:
     @property
     def has_session_filters(self) -> bool:
         return bool(self._session_conditions)
+
+    @property
+    def has_event_filters(self) -> bool:
+        return bool(self._event_conditions)
 
     @property
     def has_filters(self) -> bool:
@@ -177,6 +183,7 @@ class QueryScope:
         much cheaper. Returns self."""
         if self._edges is None and not self._event_conditions:
             crossing = [int(r[0]) for r in store.query(self._crossing_sql(), self.params)]
+            self._crossing = crossing
             rows: Sequence[Sequence[Any]] = []
             if crossing:
                 self.params["crossing"] = crossing
@@ -188,6 +195,58 @@ class QueryScope:
                 edge_ev=[int(r[2]) for r in rows],
             )
         return self
+
+    def load_page_edges(self, store: EventStore) -> QueryScope:
+        """For :meth:`page_rows`: the page views outside the range of the sessions that cross
+        an end of it, per (session, page), read like :meth:`load_edges` (which it calls)."""
+        self.load_edges(store)
+        if self._page_edges is None:
+            rows: Sequence[Sequence[Any]] = []
+            if self._crossing:
+                t0, t1 = "{start:DateTime64(3, 'UTC')}", "{end:DateTime64(3, 'UTC')}"
+                rows = store.query(
+                    "SELECT cityHash64(session_id, path) AS k, count() FROM events "
+                    "WHERE project_id = {project:String} AND name = 'page_view' "
+                    f"AND ((ts >= {{edge0:DateTime64(3, 'UTC')}} AND ts < {t0}) "
+                    f"OR (ts >= {t1} AND ts < {{edge1:DateTime64(3, 'UTC')}})) "
+                    "AND session_id IN {crossing:Array(UInt64)} GROUP BY k",
+                    self.params,
+                )
+            self._page_edges = rows
+            self.params.update(
+                edge_page_keys=[int(r[0]) for r in rows], edge_page_pv=[int(r[1]) for r in rows]
+            )
+        return self
+
+    def page_rows(self) -> str:
+        """One row per (session, page) with page views in the range, for the session rows
+        (:meth:`sessions`, no event filters): ``value`` (the path), ``pv`` and ``ev`` (its page
+        views in the range), and the session row's ``visitor``, ``all_pv``, ``all_ev`` and
+        ``dur``, the columns :data:`SESSION_AGGREGATES` reads. From the (session, page) table:
+        no grouping of events by session. Call :meth:`load_page_edges` first."""
+        assert not self._event_conditions and self._page_edges is not None
+        t0, t1 = "{start:DateTime64(3, 'UTC')}", "{end:DateTime64(3, 'UTC')}"
+        outside = (
+            f"if(s.first_ts < {t0} OR s.last_ts >= {t1}, transform(cityHash64(p.session_id, "
+            "p.path), {edge_page_keys:Array(UInt64)}, {edge_page_pv:Array(UInt64)}, "
+            "toUInt64(0)), toUInt64(0))"
+            if self._page_edges
+            else "toUInt64(0)"
+        )
+        days = "session_day BETWEEN {day0:Date} AND {day1:Date}"
+        if self.rolled_days:  # read from the rollups instead
+            days += " AND session_day NOT IN {rolled_days:Array(Date)}"
+        pages = (
+            "SELECT session_day, session_id, path, pageviews FROM session_pages FINAL "
+            f"WHERE project_id = {{project:String}} AND {days} AND pageviews > 0"
+        )
+        rows = (
+            f"SELECT p.path AS value, s.visitor AS visitor, p.pageviews - {outside} AS pv, "
+            "s.all_pv AS all_pv, s.all_ev AS all_ev, s.dur AS dur "
+            f"FROM ({pages}) AS p INNER JOIN ({self.sessions()}) AS s "
+            "ON s.session_id = p.session_id AND s.session_day = p.session_day"
+        )
+        return f"SELECT *, pv AS ev FROM ({rows}) WHERE pv > 0"
 
     def load_rollups(self, store: EventStore) -> list[tuple[date, int]]:
         """The rolled-up days (svc.storage.rollups) wholly inside the range, with their

@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 EVENTS_TABLE = "events"
 SESSIONS_TABLE = "sessions"  # fed from events by a materialized view (migrations/002)
+SESSION_PAGES_TABLE = "session_pages"  # the same, per (session, path) (migrations/004)
 
 
 class EventRow(msgspec.Struct, array_like=False, gc=False, omit_defaults=True):
@@ -94,6 +95,12 @@ class EventStore:
         self.settings = settings
         self._client: Client | None = None
         self._connect_lock = threading.Lock()
+        #: Held by each insert and by each computation derived from the tables the inserts
+        #: feed (svc.storage.rollups): an insert reaches the events table before its
+        #: materialized views' tables, and a day rolled up in between would lack its
+        #: sessions until it is rolled up again. (Between processes sharing a ClickHouse
+        #: server, that later recomputation is what makes it right.)
+        self.write_lock = threading.Lock()
 
     @property
     def client(self) -> Client:
@@ -125,14 +132,20 @@ class EventStore:
             ),
             key=lambda f: f.name,
         )
-        for f in files:
-            version = int(f.name.split("_", 1)[0])
-            if version in done:
-                continue
+        pending = [(int(f.name.split("_", 1)[0]), f) for f in files]
+        pending = [(v, f) for v, f in pending if v not in done]
+        for _, f in pending:
             for statement in _statements(f.read_text()):
-                client.command(statement)
-            if version in _REBUILD_SESSIONS_AFTER:
-                self.rebuild_sessions()
+                client.command(statement)  # every statement may run again after a crash
+        # The derived tables are rebuilt once every table exists, before the versions are
+        # recorded: a crash in between runs the migrations (idempotent) and the rebuild again.
+        versions = {v for v, _ in pending}
+        if versions & _REBUILD_SESSIONS_AFTER:
+            self.rebuild_sessions()  # and the (session, page) rows
+        elif versions & _REBUILD_SESSION_PAGES_AFTER:
+            # keyed as the materialized views keyed the sessions they fed
+            self.rebuild_session_pages(day="toDate(min(session_start))")
+        for version, f in pending:
             client.insert(
                 "svc_migrations",
                 [[version, f.name, datetime.now(UTC)]],
@@ -147,17 +160,10 @@ class EventStore:
         For events that did not go through the materialized view with a correct
         ``session_start`` (stored before the sessions table existed, or imported): a session
         is keyed by the day of its first event here. Not for use while that project ingests.
+        Its (session, page) rows are rebuilt too.
         """
         client = self.client
-        if project_id is None:
-            client.command(f"TRUNCATE TABLE {SESSIONS_TABLE}")
-            where, params = "1", {}
-        else:
-            client.command(
-                f"DELETE FROM {SESSIONS_TABLE} WHERE project_id = {{project:String}}",
-                parameters={"project": project_id},
-            )
-            where, params = "project_id = {project:String}", {"project": project_id}
+        where, params = self._clear(SESSIONS_TABLE, project_id)
         entry = ", ".join(f"argMin({c}, ts)" for c in _SESSION_ENTRY_COLUMNS)
         client.command(
             f"INSERT INTO {SESSIONS_TABLE} SELECT project_id, toDate(min(ts)), session_id, "
@@ -167,10 +173,41 @@ class EventStore:
             parameters=params,
             settings={"max_bytes_before_external_group_by": 500_000_000},
         )
+        self.rebuild_session_pages(project_id, day="toDate(min(ts))")
+
+    def rebuild_session_pages(self, project_id: str | None = None, *, day: str) -> None:
+        """Write the ``session_pages`` table anew from the stored events, of one project or
+        all, each session keyed by ``day`` (an aggregate over its events: the expression the
+        sessions table was keyed by)."""
+        where, params = self._clear(SESSION_PAGES_TABLE, project_id)
+        self.client.command(
+            f"INSERT INTO {SESSION_PAGES_TABLE} SELECT project_id, day, session_id, "
+            "page.1, page.2, page.3 FROM (SELECT project_id, session_id, "
+            f"{day} AS day, sumMap([path], [toUInt64(name = 'page_view')], [toUInt64(1)]) AS m "
+            f"FROM {EVENTS_TABLE} WHERE {where} GROUP BY project_id, session_id) "
+            "ARRAY JOIN arrayZip(m.1, m.2, m.3) AS page",
+            parameters=params,
+            settings={"max_bytes_before_external_group_by": 500_000_000},
+        )
+
+    def _clear(self, table: str, project_id: str | None) -> tuple[str, dict[str, Any]]:
+        """Empty ``table`` of one project or all; the WHERE over events of the same scope."""
+        if project_id is None:
+            self.client.command(f"TRUNCATE TABLE {table}")
+            return "1", {}
+        params = {"project": project_id}
+        self.client.command(
+            f"DELETE FROM {table} WHERE project_id = {{project:String}}", parameters=params
+        )
+        return "project_id = {project:String}", params
 
     def insert_ndjson(self, data: bytes, token: str) -> None:
         """Insert JSONEachRow rows (``EVENT_COLUMNS``) idempotently: a retry with the same
         token is dropped by ClickHouse's insert deduplication."""
+        with self.write_lock:
+            self._insert_ndjson(data, token)
+
+    def _insert_ndjson(self, data: bytes, token: str) -> None:
         self.client.raw_insert(
             EVENTS_TABLE,
             list(EVENT_COLUMNS),
@@ -217,7 +254,8 @@ class EventStore:
     def delete_project(self, project_id: str) -> None:
         """Delete every event and session of a project (lightweight DELETEs: gone from queries at
         once)."""
-        for table in (EVENTS_TABLE, SESSIONS_TABLE, "session_rollups", "rollup_days"):
+        tables = (EVENTS_TABLE, SESSIONS_TABLE, SESSION_PAGES_TABLE, "session_rollups")
+        for table in (*tables, "rollup_days"):
             self.client.command(
                 f"DELETE FROM {table} WHERE project_id = {{project:String}}",
                 parameters={"project": project_id},
@@ -236,8 +274,10 @@ READ_SETTINGS: dict[str, Any] = {
     "max_bytes_before_external_sort": 300_000_000,
 }
 
-#: Migrations after which the sessions table is rebuilt from the events.
+#: Migrations after which the sessions table, or the (session, page) table, is rebuilt from
+#: the events.
 _REBUILD_SESSIONS_AFTER = {2}
+_REBUILD_SESSION_PAGES_AFTER = {4}
 
 #: The sessions table's columns taken from the session's first event, after entry_page and
 #: exit (storage/migrations/002_sessions.sql).

@@ -4,7 +4,8 @@ A day is rolled up once it is over (its sessions have ended: one hour past its e
 whenever events received later change it: a late event (sent with an old ``ts``) or a session
 that went on. Every computation of a day writes its rows under a new version and then names
 that version in ``rollup_days``; readers take only the named version, so a day is never seen
-half-written, and a computation interrupted by a crash is simply not used.
+half-written, and a computation interrupted by a crash is simply not used. Rows of versions no
+longer current are deleted some minutes later (:data:`KEEP_OLD_VERSIONS`).
 
 Rollups answer the reports without filters (GET /metrics) for the days wholly inside the
 range; the days at its ends and the days not rolled up yet are read from the sessions table.
@@ -21,8 +22,9 @@ log = logging.getLogger(__name__)
 
 
 def rollup_dimensions() -> dict[str, str]:
-    """Every rolled-up dimension and its value on a sessions-table row ('' holds the day's
-    totals): the session dimensions of the query API."""
+    """Every dimension rolled up from the sessions table and its value on a row of it ('' holds
+    the day's totals): the session dimensions of the query API. The page dimension is rolled
+    up from the (session, page) table beside them."""
     from svc.queries.dimensions import DIMENSIONS
 
     dims = {"": "''"}
@@ -35,6 +37,8 @@ SETTLE = timedelta(hours=1)
 #: Late events are found among the events received since the last check, less this margin
 #: (events still in the spool when the last check ran).
 RECHECK_MARGIN = timedelta(minutes=10)
+#: A day's rollups of an older version are deleted this long after a newer one is current.
+KEEP_OLD_VERSIONS = timedelta(minutes=10)
 #: At start, the late events of this long ago are looked for (ts may be 7 days in the past).
 FIRST_CHECK = timedelta(days=8)
 
@@ -51,6 +55,27 @@ FROM sessions FINAL
 ARRAY JOIN [{pairs}] AS dv
 WHERE project_id = {{project:String}} AND session_day = {{day:Date}}
 GROUP BY project_id, session_day, dimension, value
+"""
+
+
+#: The page dimension: one row per page with page views that day, with the figures of the
+#: sessions that viewed it (as a breakdown by page counts them: page views of the page,
+#: bounce and duration of the whole session).
+_PAGE_DAY_SQL = """
+INSERT INTO session_rollups
+SELECT {project:String}, 'page', {day:Date}, p.path,
+    count(), sum(p.pageviews), sum(p.pageviews), countIf(s.pageviews = 1 AND s.events = 1),
+    countIf(s.pageviews > 0), sum(dateDiff('millisecond', s.first_ts, s.last_ts)),
+    uniqExact(s.visitor_id), {version:UInt64}
+FROM (
+    SELECT session_id, path, pageviews FROM session_pages FINAL
+    WHERE project_id = {project:String} AND session_day = {day:Date} AND pageviews > 0
+) AS p
+INNER JOIN (
+    SELECT session_id, visitor_id, pageviews, events, first_ts, last_ts FROM sessions FINAL
+    WHERE project_id = {project:String} AND session_day = {day:Date}
+) AS s ON s.session_id = p.session_id
+GROUP BY p.path
 """
 
 
@@ -79,11 +104,20 @@ class Rollups:
     def compute(self, project_id: str, day: date, version: int) -> None:
         """(Re)compute one day of one project under ``version``, then make it current."""
         params = {"project": project_id, "day": day, "version": version}
-        self.store.client.command(self._sql, parameters=params)
+        with self.store.write_lock:  # never between an insert's tables (EventStore.write_lock)
+            self.store.client.command(self._sql, parameters=params)
+            self.store.client.command(_PAGE_DAY_SQL, parameters=params)
         self.store.client.command(
             "INSERT INTO rollup_days (project_id, session_day, version) "
             "VALUES ({project:String}, {day:Date}, {version:UInt64})",
             parameters=params,
+        )
+        # Older versions go, once no reader can still be using one (a reader takes the
+        # current version, then reads its rows at once).
+        self.store.client.command(
+            "DELETE FROM session_rollups WHERE project_id = {project:String} "
+            "AND session_day = {day:Date} AND version < {stale:UInt64}",
+            parameters={**params, "stale": version - int(KEEP_OLD_VERSIONS.total_seconds() * 1000)},
         )
         self.days_computed += 1
 
