@@ -139,18 +139,31 @@ class Rollups:
         return {(str(p), _as_date(d)) for p, d in rows}
 
     def _changed(self, since: datetime, last_day: date) -> set[tuple[str, date]]:
-        """Rolled-up days with events received since ``since``; moves the mark on."""
+        """Rolled-up days with events received since ``since`` and not before their current
+        version was computed (less :data:`RECHECK_MARGIN`, for events that were still in the
+        spool then); moves the mark on. A restart, which looks back :data:`FIRST_CHECK`,
+        does not roll up again the days whose events all came before their rollup."""
         rows = self.store.query(
-            "SELECT project_id, toDate(session_start) AS day, max(received_at) FROM events "
-            "WHERE received_at >= {since:DateTime64(3, 'UTC')} GROUP BY project_id, day",
-            {"since": since.replace(tzinfo=None)},
+            "SELECT e.project_id, e.day, e.latest, toInt64(toUnixTimestamp64Milli(e.latest)) "
+            ">= toInt64(r.version) - {margin:Int64} AS stale FROM (SELECT project_id, "
+            "toDate(session_start) AS day, max(received_at) AS latest FROM events "
+            "WHERE received_at >= {since:DateTime64(3, 'UTC')} GROUP BY project_id, day) AS e "
+            "LEFT JOIN (SELECT project_id, session_day, max(version) AS version FROM rollup_days "
+            "GROUP BY project_id, session_day) AS r "
+            "ON r.project_id = e.project_id AND r.session_day = e.day",
+            {
+                "since": since.replace(tzinfo=None),
+                "margin": int(RECHECK_MARGIN.total_seconds() * 1000),
+            },
         )
         latest = max((_as_utc(r[2]) for r in rows), default=None)
         if latest is not None:
             self._checked_since = max(since, latest - RECHECK_MARGIN)
         elif self._checked_since is None:
             self._checked_since = since
-        return {(str(p), _as_date(d)) for p, d, _ in rows if _as_date(d) <= last_day}
+        return {
+            (str(p), _as_date(d)) for p, d, _, stale in rows if stale and _as_date(d) <= last_day
+        }
 
 
 def _as_date(value: object) -> date:
