@@ -28,6 +28,8 @@ def goal_condition(goal: str, scope: QueryScope, name: str, field: str = "goal")
         )
     if kind == "event":
         return f"name = {{{scope.bind(name, target)}:String}}"
+    if "*" not in target:  # the whole path: a comparison, not a regular expression per row
+        return f"name = 'page_view' AND path = {{{scope.bind(name, target)}:String}}"
     pattern = "^" + ".*".join(re.escape(part) for part in target.split("*")) + "$"
     return f"name = 'page_view' AND match(path, {{{scope.bind(name, pattern)}:String}})"
 
@@ -71,11 +73,14 @@ def query_funnel(
         raise InvalidRequest("`window` must be 1 second to 30 days", field="window")
     conditions = [goal_condition(s, scope, f"s{i}", "step") for i, s in enumerate(steps)]
     window = scope.bind("window", window_seconds)
+    # windowFunnel looks only at the events that match a step: the others are left out
+    # before the GROUP BY (same levels, a fraction of the rows).
+    any_step = " OR ".join(f"({c})" for c in conditions)
     sql = (
         "SELECT level, count() AS visitors FROM ("
         f"SELECT visitor_id, windowFunnel({{{window}:UInt64}})(toDateTime(ts), "
         f"{', '.join(conditions)}) AS level "
-        f"FROM events WHERE {scope.events_where()} GROUP BY visitor_id) "
+        f"FROM events WHERE {scope.events_where()} AND ({any_step}) GROUP BY visitor_id) "
         "WHERE level > 0 GROUP BY level"
     )
     reached = {int(r["level"]): int(r["visitors"]) for r in store.query_named(sql, scope.params)}
