@@ -19,6 +19,9 @@ from tests.support import Server
 from tests.test_metrics_golden import DAY, at, ev
 
 PREV = DAY - timedelta(days=1)
+#: A filter on an event dimension other than the page, which keeps every event: it sends a
+#: query down the events path (events grouped by session), to compare with the tables.
+EVENTS_PATH = "event:not_contains:nothing"
 D0, D1 = PREV.date().isoformat(), DAY.date().isoformat()
 
 # By hand, all from visitor addresses 10.0.1.x:
@@ -84,11 +87,12 @@ def test_entry_and_exit_pages_are_the_whole_sessions(server: Server, edges: dict
 
 
 def test_the_events_path_agrees_where_the_semantics_meet(server: Server, edges: dict) -> None:
-    """A filter on an event dimension reads the events; one that keeps every event must give
-    the same page views and sessions as the sessions table over a range no session crosses."""
+    """A filter on an event dimension (other than the page) reads the events; one that keeps
+    every event must give the same page views and sessions as the sessions table over a range
+    no session crosses."""
     both = {"from": D0, "to": D1}
     table = get(server, edges, "/metrics", **both)
-    events = get(server, edges, "/metrics", filter="page:not_contains:/nowhere", **both)
+    events = get(server, edges, "/metrics", filter=EVENTS_PATH, **both)
     for key in ("pageviews", "sessions", "visitors", "events", "bounceRate", "trafficSources"):
         assert table[key] == events[key], key
 
@@ -117,7 +121,7 @@ def test_daily_rollups_give_the_same_answers(fresh_server: Server) -> None:
         time.sleep(0.2)
     wide = {"from": (PREV - timedelta(days=1)).date().isoformat()}  # to today: PREV, DAY inside
     rolled = get(srv, p, "/metrics", **wide)
-    events_path = get(srv, p, "/metrics", filter="page:not_contains:/nowhere", **wide)
+    events_path = get(srv, p, "/metrics", filter=EVENTS_PATH, **wide)
     for key in ("pageviews", "sessions", "visitors", "events", "bounceRate", "trafficSources"):
         assert rolled[key] == events_path[key], key
     assert (rolled["pageviews"], rolled["sessions"], rolled["bounceRate"]) == (6, 3, "33.3%")
@@ -126,7 +130,7 @@ def test_daily_rollups_give_the_same_answers(fresh_server: Server) -> None:
         for order in ("-visitors", "value", "-bounceRate"):
             args = {**wide, "by": by, "order": order}
             table = get(srv, p, "/metrics/breakdown", **args)
-            events = get(srv, p, "/metrics/breakdown", filter="page:not_contains:/nowhere", **args)
+            events = get(srv, p, "/metrics/breakdown", filter=EVENTS_PATH, **args)
             assert table == events, (by, order)
     paged = get(srv, p, "/metrics/breakdown", by="entry_page", limit=1, offset=1, **wide)
     assert (paged["totalRows"], [r["value"] for r in paged["rows"]]) == (3, ["/y"])
@@ -189,7 +193,7 @@ def test_page_breakdown_takes_sessions_whole_and_pages_in_the_range(
     # every event) gives the same rows
     both = {"from": D0, "to": D1, "by": "page", "order": "value"}
     table = get(server, edges, "/metrics/breakdown", **both)
-    events = get(server, edges, "/metrics/breakdown", filter="page:not_contains:/x", **both)
+    events = get(server, edges, "/metrics/breakdown", filter=EVENTS_PATH, **both)
     assert table == events
     assert [r["value"] for r in table["rows"]] == ["/a", "/b", "/y", "/z1", "/z2", "/z3"]
     # a session filter keeps whole sessions, pages in the range
@@ -251,3 +255,36 @@ def test_session_pages_of_older_stores_are_rebuilt_by_the_migration(
     assert get(srv, p, "/metrics/breakdown", **both) == before
     srv.stop()
     assert _session_pages(srv) == written
+
+
+def test_page_filters_read_the_session_pages(server: Server, edges: dict) -> None:
+    """A filter on the page keeps the sessions with a matching page (from the session pages),
+    taken whole, with the page views and events on matching pages in the range; over a range
+    no session crosses, the events path gives the same answers."""
+    both = {"from": D0, "to": D1}
+    for flt in ("page:contains:/z", "page:is:/b|/y", "page:not_matches:^/z[12]$"):
+        table = get(server, edges, "/metrics", filter=flt, **both)
+        events = get(server, edges, "/metrics", filter=[flt, EVENTS_PATH], **both)
+        for key in ("pageviews", "sessions", "visitors", "events", "bounceRate", "trafficSources"):
+            assert table[key] == events[key], (flt, key)
+        for by in ("source", "page", "entry_page"):
+            args = {**both, "by": by, "order": "value"}
+            table_rows = get(server, edges, "/metrics/breakdown", filter=flt, **args)
+            event_rows = get(server, edges, "/metrics/breakdown", filter=[flt, EVENTS_PATH], **args)
+            assert table_rows == event_rows, (flt, by)
+    z = get(server, edges, "/metrics", filter="page:contains:/z", **both)
+    assert (z["pageviews"], z["sessions"], z["trafficSources"]) == (3, 1, {"direct": 1})
+    # DAY alone: X crosses its start; its page view of /b is in the range, and the session is
+    # taken whole (two page views: no bounce; its source is that of its first event, bing)
+    b = get(server, edges, "/metrics", filter="page:is:/b", **{"from": D1, "to": D1})
+    assert (b["pageviews"], b["sessions"], b["bounceRate"]) == (1, 1, "0.0%")
+    assert b["trafficSources"] == {"bing": 1}
+    pages = get(
+        server,
+        edges,
+        "/metrics/breakdown",
+        by="page",
+        filter="page:contains:/z",
+        **{"from": D1, "to": D1},
+    )
+    assert {r["value"]: r["pageviews"] for r in pages["rows"]} == {"/z2": 1, "/z3": 1}

@@ -92,10 +92,11 @@ def breakdown_sql(scope: QueryScope, dim: Dimension, page: Page) -> str:
 def _table_rows(scope: QueryScope, dim: Dimension) -> str | None:
     """The rows a breakdown by ``dim`` aggregates by value when they come from the sessions
     table (one per session, or per session and page for the page dimension), or None when
-    they come from the events (a filter on an event dimension, other event dimensions)."""
+    they come from the events (a filter on an event dimension other than the page, other event
+    dimensions)."""
     if dim.level == "session":
         return scope.sessions({"value": dim})
-    if dim.name == "page" and not scope.has_event_filters:
+    if dim.name == "page" and scope.from_tables:
         return scope.page_rows()
     return None
 
@@ -105,7 +106,7 @@ def query_breakdown(
 ) -> dict[str, Any]:
     if dim.level == "session":
         scope.load_edges(store)
-    elif dim.name == "page" and not scope.has_event_filters:
+    elif dim.name == "page" and scope.from_tables:
         scope.load_page_edges(store)
     else:  # the events path
         return _result(store.query_named(breakdown_sql(scope, dim, page), scope.params), dim, page)

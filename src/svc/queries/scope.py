@@ -57,6 +57,11 @@ class QueryScope:
             tz=self.rng.tz,
         )
         self._event_conditions: list[str] = []
+        #: every event filter is on the page: the session rows still come from the tables
+        #: (the session pages say which sessions have a matching page, and how many)
+        self._page_filters_only = all(
+            f.dimension.name == "page" for f in self.filters if f.dimension.level == "event"
+        )
         self._session_conditions: list[str] = []  # over a session's events (GROUP BY)
         self._session_row_conditions: list[str] = []  # over a row of the sessions table
         self._edges: Sequence[Sequence[Any]] | None = None  # see load_edges
@@ -97,8 +102,10 @@ class QueryScope:
         return bool(self._session_conditions)
 
     @property
-    def has_event_filters(self) -> bool:
-        return bool(self._event_conditions)
+    def from_tables(self) -> bool:
+        """Whether the session rows come from the sessions table (and the session pages):
+        no filter on an event dimension other than the page."""
+        return self._page_filters_only
 
     @property
     def has_filters(self) -> bool:
@@ -112,7 +119,7 @@ class QueryScope:
         """The session rows (see the module docstring). ``extra`` maps alias -> session
         dimension; ``event_aggregates`` maps alias -> an aggregate over the session's events
         (which takes the events path)."""
-        if self._event_conditions or event_aggregates:
+        if event_aggregates or not self.from_tables:
             return self._sessions_from_events(extra or {}, event_aggregates or {})
         return self._sessions_from_table(extra or {})
 
@@ -171,7 +178,7 @@ class QueryScope:
         t0, t1 = "{start:DateTime64(3, 'UTC')}", "{end:DateTime64(3, 'UTC')}"
         return (
             "SELECT session_id, countIf(name = 'page_view') AS opv, count() AS oev FROM events "
-            "WHERE project_id = {project:String} "
+            f"WHERE project_id = {{project:String}} AND {self.event_filter} "
             f"AND ((ts >= {{edge0:DateTime64(3, 'UTC')}} AND ts < {t0}) "
             f"OR (ts >= {t1} AND ts < {{edge1:DateTime64(3, 'UTC')}})) "
             f"AND session_id IN {sessions} GROUP BY session_id"
@@ -181,7 +188,7 @@ class QueryScope:
         """Read the sessions that cross an end of the range and their events outside it (two
         small queries) so that the session rows correct them by value instead of by a join:
         much cheaper. Returns self."""
-        if self._edges is None and not self._event_conditions:
+        if self._edges is None and self.from_tables:
             crossing = [int(r[0]) for r in store.query(self._crossing_sql(), self.params)]
             self._crossing = crossing
             rows: Sequence[Sequence[Any]] = []
@@ -224,7 +231,7 @@ class QueryScope:
         views in the range), and the session row's ``visitor``, ``all_pv``, ``all_ev`` and
         ``dur``, the columns :data:`SESSION_AGGREGATES` reads. From the (session, page) table:
         no grouping of events by session. Call :meth:`load_page_edges` first."""
-        assert not self._event_conditions and self._page_edges is not None
+        assert self.from_tables and self._page_edges is not None
         t0, t1 = "{start:DateTime64(3, 'UTC')}", "{end:DateTime64(3, 'UTC')}"
         outside = (
             f"if(s.first_ts < {t0} OR s.last_ts >= {t1}, transform(cityHash64(p.session_id, "
@@ -238,7 +245,8 @@ class QueryScope:
             days += " AND session_day NOT IN {rolled_days:Array(Date)}"
         pages = (
             "SELECT session_day, session_id, path, pageviews FROM session_pages FINAL "
-            f"WHERE project_id = {{project:String}} AND {days} AND pageviews > 0"
+            f"WHERE project_id = {{project:String}} AND {days} AND pageviews > 0 "
+            f"AND {self.event_filter}"
         )
         rows = (
             f"SELECT p.path AS value, s.visitor AS visitor, p.pageviews - {outside} AS pv, "
@@ -292,13 +300,25 @@ class QueryScope:
     def _sessions_from_table(self, extra: dict[str, Dimension]) -> str:
         self._bind_edges()
         t0, t1 = "{start:DateTime64(3, 'UTC')}", "{end:DateTime64(3, 'UTC')}"
+        pv, ev = "s.pageviews", "s.events"
+        source = "sessions AS s FINAL"
+        if self._event_conditions:  # page filters: the sessions with a matching page
+            days = "session_day BETWEEN {day0:Date} AND {day1:Date}"
+            matching = (  # FINAL: merged rows come in key order (aggregated in order)
+                "SELECT session_day, session_id, sum(pageviews) AS pv, sum(events) AS ev "
+                f"FROM session_pages FINAL WHERE project_id = {{project:String}} AND {days} "
+                f"AND {self.event_filter} GROUP BY session_day, session_id"
+            )
+            source += (
+                f" INNER JOIN ({matching}) AS m "
+                "ON m.session_id = s.session_id AND m.session_day = s.session_day"
+            )
+            pv, ev = "m.pv", "m.ev"
         if self._edges is None:  # not loaded: join the crossing sessions' counts
             outside = self._outside_sql(f"({self._crossing_sql()})")
-            join = f"LEFT JOIN ({outside}) AS o ON o.session_id = s.session_id"
-            source = f"sessions AS s FINAL {join}"
+            source += f" LEFT JOIN ({outside}) AS o ON o.session_id = s.session_id"
             opv, oev = "o.opv", "o.oev"
         else:
-            source = "sessions AS s FINAL"
             crosses = f"(s.first_ts < {t0} OR s.last_ts >= {t1})"
             opv, oev = (
                 f"if({crosses}, transform(s.session_id, {{edge_ids:Array(UInt64)}}, "
@@ -310,8 +330,8 @@ class QueryScope:
         cols = [
             "s.session_id AS session_id",
             "s.visitor_id AS visitor",
-            f"s.pageviews - {opv} AS pv",
-            f"s.events - {oev} AS ev",
+            f"{pv} - {opv} AS pv",
+            f"{ev} - {oev} AS ev",
             "s.pageviews AS all_pv",
             "s.events AS all_ev",
             "s.first_ts AS first_ts",
