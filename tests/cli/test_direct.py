@@ -111,3 +111,18 @@ def test_a_missing_directory_is_refused(bare: Svcm, tmp_path: Path) -> None:
         3, "no data directory", "svcm init --data-dir"
     )
     bare("tail", "-p", "x", "--data-dir", str(tmp_path)).fails(2, "tail follows a running service")
+
+
+def test_relative_days_are_days_of_the_projects_zone(direct: Svcm) -> None:
+    """``--from today`` means today where the project is, as the service reads the range: an
+    event sent now is in today's export of a project whose date is not UTC's date now."""
+    from datetime import UTC, datetime
+
+    zone = "Pacific/Kiritimati" if datetime.now(UTC).hour >= 10 else "Pacific/Pago_Pago"
+    direct("projects", "create", "far", "--timezone", zone, "--json").ok()
+    direct("send", "-p", "far", "page_view", "https://far.example/now").ok()
+    rows = direct("export", "-p", "far", "--from", "today", "--to", "today").ok()
+    rows = rows.stdout.splitlines()
+    assert [json.loads(r)["url"] for r in rows] == ["https://far.example/now"]
+    yesterday = direct("export", "-p", "far", "--from", "yesterday", "--to", "yesterday").ok()
+    assert yesterday.stdout.strip() == ""

@@ -293,10 +293,29 @@ def range_options(parser: argparse.ArgumentParser, *, required: bool = True) -> 
 
 
 def range_params(ctx: Context) -> list[tuple[str, str]]:
+    """``from``, ``to`` and ``tz`` of a command's range. Relative days (``today``,
+    ``yesterday``, ``<N>d``) are days of the zone the range is in: ``--tz``, else the
+    project's (the service applies it too); an absolute date needs no zone."""
     tz = ctx.opt("tz")
-    params = [("from", parse_day(ctx.opt("from_"), "--from", tz))]
-    if ctx.opt("to"):
-        params.append(("to", parse_day(ctx.opt("to"), "--to", tz)))
+    days = [("from", "--from", ctx.opt("from_")), ("to", "--to", ctx.opt("to"))]
+    zone = tz
+    if not tz and any(v and not _ABSOLUTE.match(v.strip()) for _, _, v in days):
+        zone = project_timezone(ctx)
+    params = [(name, parse_day(value, flag, zone)) for name, flag, value in days if value]
     if tz:
         params.append(("tz", tz))
     return params
+
+
+_ABSOLUTE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def project_timezone(ctx: Context) -> str:
+    """The time zone of the command's project, UTC when it cannot be read."""
+    from urllib.parse import quote
+
+    try:
+        project = ctx.api().get("/projects/" + quote(ctx.project(), safe=""))
+    except (CliError, UsageError):
+        return "UTC"
+    return str(project.get("timezone") or "UTC")
