@@ -288,3 +288,21 @@ def test_page_filters_read_the_session_pages(server: Server, edges: dict) -> Non
         **{"from": D1, "to": D1},
     )
     assert {r["value"]: r["pageviews"] for r in pages["rows"]} == {"/z2": 1, "/z3": 1}
+
+
+def test_time_series_from_the_hourly_table_equal_the_events(server: Server, edges: dict) -> None:
+    """Without filters the page views, events and visitors of a time series come from the
+    hourly table (whole-hour zones); the events path gives the same points. A zone with a
+    half-hour offset reads the events."""
+    both = {"from": D0, "to": D1}
+    for tz in ("UTC", "Europe/Berlin", "Asia/Kolkata"):
+        for interval in ("hour", "day"):
+            args = {**both, "interval": interval, "tz": tz}
+            hourly = get(server, edges, "/metrics/timeseries", **args)
+            events = get(server, edges, "/metrics/timeseries", filter=EVENTS_PATH, **args)
+            fields = ("time", "pageviews", "events", "visitors")
+            assert [[p[f] for f in fields] for p in hourly["points"]] == [
+                [p[f] for f in fields] for p in events["points"]
+            ], (tz, interval)
+    days = get(server, edges, "/metrics/timeseries", interval="day", tz="UTC", **both)
+    assert [(p["pageviews"], p["visitors"]) for p in days["points"]] == [(2, 2), (4, 3)]

@@ -34,6 +34,18 @@ class DateRange:
     def days(self) -> int:
         return (self.last - self.first).days + 1
 
+    @property
+    def whole_hour_offsets(self) -> bool:
+        """Whether the zone's UTC offset is a whole number of hours all through the range (so
+        its hours, days, weeks and months are made of whole UTC hours). An offset changes at
+        most once a day, so the offsets at each midnight are all of them."""
+        zone = self.zone
+        for i in range(self.days + 1):
+            offset = datetime.combine(self.first + timedelta(days=i), time(0), zone).utcoffset()
+            if offset is None or offset % timedelta(hours=1):
+                return False
+        return True
+
     def previous_period(self) -> DateRange:
         n = self.days
         return DateRange(self.first - timedelta(days=n), self.first - timedelta(days=1), self.tz)

@@ -1,6 +1,10 @@
 """Time series by hour, day, week (from Monday) or month in the range's time zone,
 zero-filled. Page views, events and visitors are counted by event time; sessions, bounce rate
-and duration by the session's start (clamped to the range)."""
+and duration by the session's start (clamped to the range).
+
+Without filters, in a zone whose offset is a whole number of hours, the event figures come
+from the hourly table (``event_hours``: sums and exact visitor sets per UTC hour) instead of
+the events; the answers are the same."""
 
 from __future__ import annotations
 
@@ -65,12 +69,21 @@ def query_timeseries(store: EventStore, scope: QueryScope, interval: str) -> dic
     bucket = INTERVALS[interval]
     scope.load_edges(store)
     label = LABELS[interval]
-    event_sql = (
-        f"SELECT {label} AS time, * FROM (SELECT {bucket.format(t='ts')} AS bucket, "
-        "countIf(name = 'page_view') AS pageviews, count() AS events, "
-        f"uniqExact(visitor_id) AS visitors FROM events WHERE {scope.events_where()} "
-        "GROUP BY bucket)"
-    )
+    if not scope.filters and scope.rng.whole_hour_offsets:  # 24 rows a day, not every event
+        event_sql = (
+            f"SELECT {label} AS time, * FROM (SELECT {bucket.format(t='hour')} AS bucket, "
+            "sum(pageviews) AS pageviews, sum(events) AS events, "
+            "uniqExactMerge(visitors) AS visitors FROM event_hours "
+            "WHERE project_id = {project:String} AND hour >= {start:DateTime64(3, 'UTC')} "
+            "AND hour < {end:DateTime64(3, 'UTC')} GROUP BY bucket)"
+        )
+    else:
+        event_sql = (
+            f"SELECT {label} AS time, * FROM (SELECT {bucket.format(t='ts')} AS bucket, "
+            "countIf(name = 'page_view') AS pageviews, count() AS events, "
+            f"uniqExact(visitor_id) AS visitors FROM events WHERE {scope.events_where()} "
+            "GROUP BY bucket)"
+        )
     start = "greatest(first_ts, {start:DateTime64(3, 'UTC')})"
     session_sql = (
         f"SELECT {label} AS time, * FROM (SELECT {bucket.format(t=start)} AS bucket, "

@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 EVENTS_TABLE = "events"
 SESSIONS_TABLE = "sessions"  # fed from events by a materialized view (migrations/002)
 SESSION_PAGES_TABLE = "session_pages"  # the same, per (session, path) (migrations/004)
+EVENT_HOURS_TABLE = "event_hours"  # per project and hour, by event time (migrations/005)
 
 
 class EventRow(msgspec.Struct, array_like=False, gc=False, omit_defaults=True):
@@ -145,6 +146,8 @@ class EventStore:
         elif versions & _REBUILD_SESSION_PAGES_AFTER:
             # keyed as the materialized views keyed the sessions they fed
             self.rebuild_session_pages(day="toDate(min(session_start))")
+        if versions & _REBUILD_EVENT_HOURS_AFTER:
+            self.rebuild_event_hours()
         for version, f in pending:
             client.insert(
                 "svc_migrations",
@@ -187,6 +190,17 @@ class EventStore:
             f"FROM {EVENTS_TABLE} WHERE {where} GROUP BY project_id, session_id) "
             "ARRAY JOIN arrayZip(m.1, m.2, m.3) AS page",
             parameters=params,
+            settings={"max_bytes_before_external_group_by": 500_000_000},
+        )
+
+    def rebuild_event_hours(self) -> None:
+        """Write the ``event_hours`` table anew from the stored events (the materialized view
+        keeps it from then on, imports included)."""
+        self.client.command(f"TRUNCATE TABLE {EVENT_HOURS_TABLE}")
+        self.client.command(
+            f"INSERT INTO {EVENT_HOURS_TABLE} SELECT project_id, toStartOfHour(ts) AS hour, "
+            "countIf(name = 'page_view'), count(), uniqExactState(visitor_id) "
+            f"FROM {EVENTS_TABLE} GROUP BY project_id, hour",
             settings={"max_bytes_before_external_group_by": 500_000_000},
         )
 
@@ -254,8 +268,8 @@ class EventStore:
     def delete_project(self, project_id: str) -> None:
         """Delete every event and session of a project (lightweight DELETEs: gone from queries at
         once)."""
-        tables = (EVENTS_TABLE, SESSIONS_TABLE, SESSION_PAGES_TABLE, "session_rollups")
-        for table in (*tables, "rollup_days"):
+        tables = (EVENTS_TABLE, SESSIONS_TABLE, SESSION_PAGES_TABLE, EVENT_HOURS_TABLE)
+        for table in (*tables, "session_rollups", "rollup_days"):
             self.client.command(
                 f"DELETE FROM {table} WHERE project_id = {{project:String}}",
                 parameters={"project": project_id},
@@ -278,6 +292,7 @@ READ_SETTINGS: dict[str, Any] = {
 #: the events.
 _REBUILD_SESSIONS_AFTER = {2}
 _REBUILD_SESSION_PAGES_AFTER = {4}
+_REBUILD_EVENT_HOURS_AFTER = {5}
 
 #: The sessions table's columns taken from the session's first event, after entry_page and
 #: exit (storage/migrations/002_sessions.sql).
