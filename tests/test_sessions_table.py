@@ -210,10 +210,11 @@ store = EventStore(Settings.from_env(data_dir=Path(sys.argv[1])))
 rows = store.query("SELECT project_id, toString(session_day), toString(session_id), path, "
                    "pageviews, events FROM session_pages FINAL ORDER BY ALL")
 print(json.dumps([list(r) for r in rows]))
-if sys.argv[2] == "undo":  # back to the store as it was before migration 4
-    store.client.command("DROP VIEW session_pages_mv")
-    store.client.command("DROP TABLE session_pages")
-    store.client.command("DELETE FROM svc_migrations WHERE version = 4")
+if sys.argv[2] == "undo":  # back to the store as it was before migrations 4, 5 and 6
+    for table in ("session_pages", "event_hours", "report_events"):
+        store.client.command(f"DROP VIEW {table}_mv")
+        store.client.command(f"DROP TABLE {table}")
+    store.client.command("DELETE FROM svc_migrations WHERE version IN (4, 5, 6)")
 store.close()
 """
 
@@ -233,26 +234,36 @@ def _session_pages(srv: Server, action: str = "") -> list[list[Any]]:
     return rows
 
 
-def test_session_pages_of_older_stores_are_rebuilt_by_the_migration(
+def test_derived_tables_of_older_stores_are_rebuilt_by_the_migrations(
     fresh_server: Server,
 ) -> None:
-    """A store from before the (session, page) table gets it from its events when migrated:
-    the same rows the materialized view writes, and the same page breakdown."""
+    """A store from before the session pages, the event hours and the report events gets them
+    from its events when migrated: the same rows the materialized views write, and the same
+    answers."""
     srv = fresh_server
     srv.start()
     p = srv.create_project("pages", domains=["acme.test"])
     events = [{**e, "ip": e["ip"].replace("10.0.0.", "10.0.1.")} for e in EDGE_EVENTS]
     events.append({**ev(21, at(0, 15), name="click", path="/b"), "ip": "10.0.1.21"})
+    purchase = {"value": 12.5, "currency": "EUR", "transaction_id": "t1", "items": "[]"}
+    events.append({**ev(22, at(9, 5), name="purchase", path="/y"), "properties": purchase})
+    events[-1]["ip"] = "10.0.1.22"
     assert srv.send(p["keys"]["secret"], events).json()["accepted"] == len(events)
     srv.wait_loaded()
     both = {"from": D0, "to": D1, "by": "page", "order": "value"}
-    before = get(srv, p, "/metrics/breakdown", **both)
+    asked = [
+        ("/metrics/breakdown", both),
+        ("/metrics/timeseries", {"from": D0, "to": D1, "interval": "hour"}),
+        ("/metrics/revenue", {"from": D0, "to": D1}),
+    ]
+    before = [get(srv, p, path, **args) for path, args in asked]
+    assert before[2]["currencies"][0]["revenue"] == 12.5
     srv.stop()
     written = _session_pages(srv, "undo")
     assert ["/b", 1, 2] in [r[3:] for r in written]  # X's page view and click on /b
     assert len(written) == 6
-    srv.start()  # migration 4 again, with the rebuild from the events
-    assert get(srv, p, "/metrics/breakdown", **both) == before
+    srv.start()  # migrations 4 to 6 again, with the rebuilds from the events
+    assert [get(srv, p, path, **args) for path, args in asked] == before
     srv.stop()
     assert _session_pages(srv) == written
 

@@ -26,6 +26,9 @@ EVENTS_TABLE = "events"
 SESSIONS_TABLE = "sessions"  # fed from events by a materialized view (migrations/002)
 SESSION_PAGES_TABLE = "session_pages"  # the same, per (session, path) (migrations/004)
 EVENT_HOURS_TABLE = "event_hours"  # per project and hour, by event time (migrations/005)
+REPORT_EVENTS_TABLE = "report_events"  # purchase and exception events (migrations/006)
+#: The event names copied into REPORT_EVENTS_TABLE.
+REPORT_EVENT_NAMES = ("purchase", "exception")
 
 
 class EventRow(msgspec.Struct, array_like=False, gc=False, omit_defaults=True):
@@ -148,6 +151,8 @@ class EventStore:
             self.rebuild_session_pages(day="toDate(min(session_start))")
         if versions & _REBUILD_EVENT_HOURS_AFTER:
             self.rebuild_event_hours()
+        if versions & _REBUILD_REPORT_EVENTS_AFTER:
+            self.rebuild_report_events()
         for version, f in pending:
             client.insert(
                 "svc_migrations",
@@ -202,6 +207,15 @@ class EventStore:
             "countIf(name = 'page_view'), count(), uniqExactState(visitor_id) "
             f"FROM {EVENTS_TABLE} GROUP BY project_id, hour",
             settings={"max_bytes_before_external_group_by": 500_000_000},
+        )
+
+    def rebuild_report_events(self) -> None:
+        """Copy the stored purchase and exception events into ``report_events`` anew."""
+        self.client.command(f"TRUNCATE TABLE {REPORT_EVENTS_TABLE}")
+        self.client.command(
+            f"INSERT INTO {REPORT_EVENTS_TABLE} SELECT * FROM {EVENTS_TABLE} "
+            "WHERE name IN {names:Array(String)}",
+            parameters={"names": list(REPORT_EVENT_NAMES)},
         )
 
     def _clear(self, table: str, project_id: str | None) -> tuple[str, dict[str, Any]]:
@@ -269,7 +283,7 @@ class EventStore:
         """Delete every event and session of a project (lightweight DELETEs: gone from queries at
         once)."""
         tables = (EVENTS_TABLE, SESSIONS_TABLE, SESSION_PAGES_TABLE, EVENT_HOURS_TABLE)
-        for table in (*tables, "session_rollups", "rollup_days"):
+        for table in (*tables, REPORT_EVENTS_TABLE, "session_rollups", "rollup_days"):
             self.client.command(
                 f"DELETE FROM {table} WHERE project_id = {{project:String}}",
                 parameters={"project": project_id},
@@ -293,6 +307,7 @@ READ_SETTINGS: dict[str, Any] = {
 _REBUILD_SESSIONS_AFTER = {2}
 _REBUILD_SESSION_PAGES_AFTER = {4}
 _REBUILD_EVENT_HOURS_AFTER = {5}
+_REBUILD_REPORT_EVENTS_AFTER = {6}
 
 #: The sessions table's columns taken from the session's first event, after entry_page and
 #: exit (storage/migrations/002_sessions.sql).
