@@ -56,7 +56,9 @@ class Runtime:
             node_id=self.node_id,
             on_ready=self._segment_ready,
         )
-        self.loader = Loader(self.spool, self.store)
+        self.loader = Loader(
+            self.spool, self.store, release_memory_s=settings.store_memory_release_seconds
+        )
         self.salts = Salts(self.meta.salts_for)
         self.ingest = IngestService.build(settings, self.spool, self.salts)
         self.auth: Authenticator | None = None

@@ -57,6 +57,11 @@ class Settings:
         "How often the daily rollups of finished days (and of days late events changed) are "
         "brought up to date (s).",
     )
+    store_memory_release_seconds: float = _setting(
+        0.1,
+        "Embedded store: after loading, hand the memory its inserts freed back to the system "
+        "at most this often (s; its allocator otherwise keeps ~150 MB). 0: never.",
+    )
     spool_max_backlog_bytes: int = _setting(
         2 * 1024 * 1024 * 1024,
         "Ingestion answers 503 when the spool holds more than this many bytes not yet loaded.",

@@ -22,10 +22,19 @@ log = logging.getLogger(__name__)
 class Loader:
     """Background task inserting spool segments into the store."""
 
-    def __init__(self, spool: Spool, store: EventStore, *, max_backoff_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        spool: Spool,
+        store: EventStore,
+        *,
+        max_backoff_s: float = 10.0,
+        release_memory_s: float = 0.0,
+    ) -> None:
         self.spool = spool
         self.store = store
         self.max_backoff_s = max_backoff_s
+        self.release_memory_s = release_memory_s  # see EventStore.release_memory; 0: never
+        self._released_at = 0.0
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -95,12 +104,22 @@ class Loader:
                 self._wake.clear()
                 backoff = min(backoff * 2, self.max_backoff_s)
 
+    def _insert(self, data: bytes, token: str) -> None:
+        self.store.insert_ndjson(data, token)
+        now = time.monotonic()
+        if self.release_memory_s and now - self._released_at >= self.release_memory_s:
+            self._released_at = now
+            try:
+                self.store.release_memory()
+            except Exception as exc:  # only memory: never fail a load for it
+                log.debug("could not release the store's memory: %s", exc)
+
     async def _load_one(self, segment: Segment) -> bool:
         started = time.perf_counter()
         try:
             data = await asyncio.to_thread(read_segment, segment.path)
             if data:
-                await asyncio.to_thread(self.store.insert_ndjson, data, segment.token)
+                await asyncio.to_thread(self._insert, data, segment.token)
         except Exception as exc:  # any store failure: keep the segment, retry later
             if self.last_error is None:
                 log.warning("loading %s failed, will retry: %s", segment.path.name, exc)

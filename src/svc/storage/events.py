@@ -253,6 +253,13 @@ class EventStore:
             },
         )
 
+    def release_memory(self) -> None:
+        """Hand the memory the embedded engine freed back to the system (its allocator keeps
+        freed pages for reuse: ~150 MB after a few inserts of 8 MiB segments). A no-op with
+        a ClickHouse server, which manages its own memory."""
+        if not self.settings.clickhouse_url:
+            self.client.command("SYSTEM JEMALLOC PURGE")
+
     def query(
         self,
         sql: str,
