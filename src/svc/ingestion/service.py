@@ -21,7 +21,7 @@ from svc.ingestion.dedup import EventIdFilter
 from svc.ingestion.enrich.geo import GeoLookup
 from svc.ingestion.outcomes import DropReason, Outcomes
 from svc.ingestion.pipeline import Pipeline, RequestContext
-from svc.ingestion.wire import decode_body, validate_event
+from svc.ingestion.wire import Body, decode_body, decode_valid, validate_event
 from svc.limits.plans import parse_plans
 from svc.limits.quota import Quotas
 from svc.settings import Settings
@@ -108,7 +108,12 @@ class IngestService:
 
     async def ingest(self, ctx: RequestContext, body: bytes) -> IngestResult:
         """Store what is valid in ``body``; raises :class:`ApiError` for a whole-request error."""
-        decoded = decode_body(body, self.settings.max_batch_events)
+        valid = decode_valid(body, self.settings.max_batch_events, ctx.received_ms)
+        decoded = (
+            Body(valid[0], valid[1])
+            if valid is not None
+            else decode_body(body, self.settings.max_batch_events)
+        )
         result = IngestResult(ctx.received_ms, decoded.is_batch)
         project = ctx.project
         month = self._month_of(ctx.received_ms)
@@ -119,7 +124,7 @@ class IngestService:
         pipeline = self.pipeline
         for index, obj in enumerate(decoded.events):
             try:
-                raw = validate_event(obj, ctx.received_ms)
+                raw = obj if valid is not None else validate_event(obj, ctx.received_ms)
                 if raw.project_id is not None and raw.project_id != project.id:
                     raise Forbidden(
                         f"`projectId` {raw.project_id!r} is not the project of this key",

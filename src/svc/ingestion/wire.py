@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -103,6 +103,80 @@ def decode_body(data: bytes, max_events: int) -> Body:
             field="events",
         )
     return Body(events, is_batch)
+
+
+class _WireEvent(msgspec.Struct):
+    """An event as msgspec decodes it on the fast path (:func:`decode_valid`): every type and
+    length checked in C, at least as strictly as :func:`validate_event` checks them (an
+    unknown field is ignored there too)."""
+
+    event: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_EVENT_NAME)]
+    url: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_URL)]
+    sessionId: Annotated[str, msgspec.Meta(max_length=MAX_SESSION_ID)] | None = None
+    projectId: Annotated[str, msgspec.Meta(max_length=64)] | None = None
+    properties: dict[str, Any] | None = None
+    referrer: str | None = None
+    ts: int | float | None = None
+    eventId: Annotated[str, msgspec.Meta(max_length=MAX_EVENT_ID)] | None = None
+    userAgent: Annotated[str, msgspec.Meta(max_length=MAX_USER_AGENT)] | None = None
+    ip: Annotated[str, msgspec.Meta(max_length=45)] | None = None
+    screen: Annotated[int, msgspec.Meta(ge=0, le=65535)] | None = None
+
+
+_batch_decoder = msgspec.json.Decoder(list[_WireEvent])
+_event_decoder = msgspec.json.Decoder(_WireEvent)
+
+
+def decode_valid(data: bytes, max_events: int, now_ms: int) -> tuple[list[RawEvent], bool] | None:
+    """The fast path of :func:`decode_body` + :func:`validate_event` for a body whose every
+    event is valid (nearly all of them): its events and whether it is a batch. None for any
+    other body (an invalid event, another shape, a limit reached), which then takes the
+    general path: so answers and errors are always the general path's."""
+    start = data[:64].lstrip()[:1]
+    try:
+        if start == b"[":
+            wire = _batch_decoder.decode(data)
+            if not wire or len(wire) > max_events:
+                return None
+            is_batch = True
+        elif start == b"{":
+            wire = [_event_decoder.decode(data)]  # {"events": [...]} lacks `event`: general
+            is_batch = False
+        else:
+            return None
+        events = []
+        for w in wire:
+            name, url, ts, ip, props = w.event, w.url, w.ts, w.ip, w.properties
+            if name.isspace() or url.isspace() or not (url.startswith("/") or "://" in url):
+                return None
+            ts_ms = None
+            if ts is not None:
+                ts_ms = int(ts)
+                if not (now_ms - PAST_WINDOW_MS <= ts_ms <= now_ms + FUTURE_WINDOW_MS):
+                    return None
+            if ip and not _IP.match(ip):
+                return None
+            referrer = w.referrer
+            if referrer and len(referrer) > MAX_REFERRER:
+                referrer = referrer[:MAX_REFERRER]
+            events.append(
+                RawEvent(
+                    name,
+                    url,
+                    w.sessionId or None,
+                    w.projectId or None,
+                    {} if props is None else _properties(props),
+                    referrer or None,
+                    ts_ms,
+                    w.eventId or None,
+                    w.userAgent or None,
+                    ip or None,
+                    w.screen,
+                )
+            )
+    except (msgspec.DecodeError, InvalidRequest, RecursionError, ValueError, OverflowError):
+        return None
+    return events, is_batch
 
 
 def validate_event(obj: Any, now_ms: int) -> RawEvent:
