@@ -30,10 +30,22 @@ def _u64(digest: bytes) -> int:
 
 
 def client_session_id(project_id: str, session_id: str) -> int:
-    """The stored id of a client-named session."""
-    return _u64(
-        _HASH(f"{project_id}\x00{session_id}".encode(), digest_size=8, person=b"svc-sess").digest()
-    )
+    """The stored id of a client-named session (remembered: a session's events repeat it)."""
+    key = (project_id, session_id)
+    sid = _CLIENT_SESSION_IDS.get(key)
+    if sid is None:
+        if len(_CLIENT_SESSION_IDS) >= _CLIENT_SESSION_IDS_MAX:
+            _CLIENT_SESSION_IDS.clear()
+        sid = _CLIENT_SESSION_IDS[key] = _u64(
+            _HASH(
+                f"{project_id}\x00{session_id}".encode(), digest_size=8, person=b"svc-sess"
+            ).digest()
+        )
+    return sid
+
+
+_CLIENT_SESSION_IDS: dict[tuple[str, str], int] = {}
+_CLIENT_SESSION_IDS_MAX = 65_536
 
 
 def derived_session_id(visitor_id: int, start_ms: int) -> int:

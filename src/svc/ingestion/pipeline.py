@@ -203,6 +203,7 @@ class Pipeline:
             ("locate", self.locate),
             ("identify", self.identify),
         ]
+        self._run_steps = tuple(step for _, step in self.steps)
 
     def warm_up(self) -> None:
         """Load what the steps load lazily (geo data, user-agent rules), so that the first
@@ -226,7 +227,8 @@ class Pipeline:
         )
 
     def run(self, draft: EventDraft) -> DropReason | None:
-        for _name, step in self.steps:
+        """Run the steps in order; the first reason to drop the event ends it."""
+        for step in self._run_steps:
             reason = step(draft)
             if reason is not None:
                 return reason
