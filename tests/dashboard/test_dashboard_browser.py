@@ -35,12 +35,13 @@ AXE = ROOT / "dashboard" / "node_modules" / "axe-core" / "axe.min.js"
 # --- helpers ---------------------------------------------------------------------------------
 
 
-def today() -> date:
-    return datetime.now(ZoneInfo(TIMEZONE)).date()
+def today(tz: str = TIMEZONE) -> date:
+    return datetime.now(ZoneInfo(tz)).date()
 
 
-def last_7_days() -> tuple[str, str]:
-    t = today()
+def last_7_days(tz: str = TIMEZONE) -> tuple[str, str]:
+    """The dashboard's "last 7 days": days of the project's time zone."""
+    t = today(tz)
     return (t - timedelta(days=6)).isoformat(), t.isoformat()
 
 
@@ -296,7 +297,8 @@ def test_admin_picks_any_project(
     assert query_of(page)["project"] == [seeded.id]
     frm, to = last_7_days()
     wait_stats(page, api(server, seeded.secret, "/metrics", [("from", frm), ("to", to)]))
-    picker.select_option(seeded.other_id)
+    picker.select_option(seeded.other_id)  # a project in UTC: its own last 7 days
+    frm, to = last_7_days("UTC")
     wait_stats(page, api(server, seeded.other_secret, "/metrics", [("from", frm), ("to", to)]))
 
 
