@@ -128,3 +128,26 @@ def test_fast_path_examples() -> None:
         b'"x"',
     ):
         assert decode_valid(refused, MAX_EVENTS, NOW) is None, refused
+
+
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**80), 2**80),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=8),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.dictionaries(st.text(min_size=1, max_size=6), scalars, max_size=6))
+def test_property_values_are_stored_as_their_json_text(props: dict[str, Any]) -> None:
+    """A string is stored as it is; any other scalar as its JSON text (as msgspec writes it)."""
+    import msgspec
+
+    from svc.ingestion.wire import _properties
+
+    want = {
+        k: v if isinstance(v, str) else msgspec.json.encode(v).decode() for k, v in props.items()
+    }
+    assert _properties(msgspec.json.decode(msgspec.json.encode(props))) == want

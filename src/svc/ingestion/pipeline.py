@@ -97,6 +97,8 @@ class RequestContext:
     # text, and the visitor id of (salt, address, user agent) of this request.
     received_text: str = ""
     visitor_memo: tuple[bytes, str, str, int] | None = None
+    # The last session start (ms) written, as ClickHouse text: a batch's events share few.
+    start_memo: tuple[int, str] = (0, "")
 
 
 @dataclass(slots=True)
@@ -131,7 +133,13 @@ class EventDraft:
             received = ctx.received_text = ch_time(ctx.received_ms)
         ts = received if self.ts_ms == ctx.received_ms else ch_time(self.ts_ms)
         start_ms = self.session_start_ms
-        start = ts if not start_ms or start_ms == self.ts_ms else ch_time(start_ms)
+        if not start_ms or start_ms == self.ts_ms:
+            start = ts
+        elif ctx.start_memo[0] == start_ms:
+            start = ctx.start_memo[1]
+        else:
+            start = ch_time(start_ms)
+            ctx.start_memo = (start_ms, start)
         q = page.query
         if q:
             utm = (

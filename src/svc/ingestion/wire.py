@@ -294,26 +294,33 @@ def _properties(value: Any) -> dict[str, str]:
         )
     out: dict[str, str] = {}
     for key, item in value.items():
-        where = f"properties.{key}"
         if not key or len(key) > MAX_PROPERTY_KEY:
             raise InvalidRequest(
                 f"property names are 1-{MAX_PROPERTY_KEY} characters", field="properties"
             )
-        if isinstance(item, str):
+        kind = type(item)  # decoded JSON: exactly str, int, bool, float, None, list or dict
+        if kind is str:
             if len(item) > MAX_PROPERTY_VALUE:
+                where = f"properties.{key}"
                 raise InvalidRequest(
                     f"`{where}` is longer than {MAX_PROPERTY_VALUE} characters", field=where
                 )
             out[key] = item
-        elif item is None or isinstance(item, bool | int):
-            out[key] = _encoder.encode(item).decode()
-        elif isinstance(item, float):
+        elif kind is int:
+            out[key] = str(item)  # its JSON text
+        elif kind is bool:
+            out[key] = "true" if item else "false"
+        elif item is None:
+            out[key] = "null"
+        elif kind is float:
             if not math.isfinite(item):
+                where = f"properties.{key}"
                 raise InvalidRequest(f"`{where}` must be a finite number", field=where)
             out[key] = _encoder.encode(item).decode()
-        elif key == "items" and isinstance(item, list):
-            out[key] = _items(item, where)
+        elif key == "items" and kind is list:
+            out[key] = _items(item, f"properties.{key}")
         else:
+            where = f"properties.{key}"
             raise InvalidRequest(
                 f"`{where}` must be a string, number, boolean or null", field=where
             )
