@@ -250,6 +250,9 @@ class EventStore:
                 # (docs/benchmarks.md, Memory)
                 "input_format_parallel_parsing": 0,
                 "input_format_skip_unknown_fields": 1,
+                # The views group each block already: no key repeats within a part, so the
+                # merge pass at insert is wasted work (12 % of chDB's insert time measured)
+                "optimize_on_insert": 0,
             },
         )
 
