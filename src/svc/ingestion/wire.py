@@ -49,21 +49,36 @@ KNOWN_FIELDS = frozenset(
 )
 
 
-@dataclass(slots=True)
-class RawEvent:
-    """A validated event as the client sent it."""
+class RawEvent(
+    msgspec.Struct,
+    rename={
+        "name": "event",
+        "session_id": "sessionId",
+        "project_id": "projectId",
+        "ts_ms": "ts",
+        "event_id": "eventId",
+        "user_agent": "userAgent",
+    },
+):
+    """A validated event as the client sent it.
 
-    name: str
-    url: str
-    session_id: str | None
-    project_id: str | None
-    properties: dict[str, str]
-    referrer: str | None
-    ts_ms: int | None
-    event_id: str | None
-    user_agent: str | None
-    ip: str | None
-    screen: int | None
+    :func:`validate_event` builds it from a decoded object. On the fast path
+    (:func:`decode_valid`) msgspec decodes it straight from the body: the annotations check
+    types and lengths in C, at least as strictly as :func:`validate_event` (which ignores
+    unknown fields too); a ``ts`` sent as a float or ``properties`` sent as null take the
+    general path."""
+
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_EVENT_NAME)]
+    url: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_URL)]
+    session_id: Annotated[str, msgspec.Meta(max_length=MAX_SESSION_ID)] | None = None
+    project_id: Annotated[str, msgspec.Meta(max_length=64)] | None = None
+    properties: dict[str, Any] = {}
+    referrer: str | None = None
+    ts_ms: int | None = None
+    event_id: Annotated[str, msgspec.Meta(max_length=MAX_EVENT_ID)] | None = None
+    user_agent: Annotated[str, msgspec.Meta(max_length=MAX_USER_AGENT)] | None = None
+    ip: Annotated[str, msgspec.Meta(max_length=45)] | None = None
+    screen: Annotated[int, msgspec.Meta(ge=0, le=65535)] | None = None
 
 
 @dataclass(slots=True)
@@ -105,26 +120,8 @@ def decode_body(data: bytes, max_events: int) -> Body:
     return Body(events, is_batch)
 
 
-class _WireEvent(msgspec.Struct):
-    """An event as msgspec decodes it on the fast path (:func:`decode_valid`): every type and
-    length checked in C, at least as strictly as :func:`validate_event` checks them (an
-    unknown field is ignored there too)."""
-
-    event: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_EVENT_NAME)]
-    url: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_URL)]
-    sessionId: Annotated[str, msgspec.Meta(max_length=MAX_SESSION_ID)] | None = None
-    projectId: Annotated[str, msgspec.Meta(max_length=64)] | None = None
-    properties: dict[str, Any] | None = None
-    referrer: str | None = None
-    ts: int | float | None = None
-    eventId: Annotated[str, msgspec.Meta(max_length=MAX_EVENT_ID)] | None = None
-    userAgent: Annotated[str, msgspec.Meta(max_length=MAX_USER_AGENT)] | None = None
-    ip: Annotated[str, msgspec.Meta(max_length=45)] | None = None
-    screen: Annotated[int, msgspec.Meta(ge=0, le=65535)] | None = None
-
-
-_batch_decoder = msgspec.json.Decoder(list[_WireEvent])
-_event_decoder = msgspec.json.Decoder(_WireEvent)
+_batch_decoder = msgspec.json.Decoder(list[RawEvent])
+_event_decoder = msgspec.json.Decoder(RawEvent)
 
 
 def decode_valid(data: bytes, max_events: int, now_ms: int) -> tuple[list[RawEvent], bool] | None:
@@ -144,39 +141,39 @@ def decode_valid(data: bytes, max_events: int, now_ms: int) -> tuple[list[RawEve
             is_batch = False
         else:
             return None
-        events = []
-        for w in wire:
-            name, url, ts, ip, props = w.event, w.url, w.ts, w.ip, w.properties
-            if name.isspace() or url.isspace() or not (url.startswith("/") or "://" in url):
+        low, high = now_ms - PAST_WINDOW_MS, now_ms + FUTURE_WINDOW_MS
+        for w in wire:  # what msgspec does not check, and "" as absent (as the general path)
+            url = w.url
+            if w.name.isspace() or url.isspace() or not (url.startswith("/") or "://" in url):
                 return None
-            ts_ms = None
-            if ts is not None:
-                ts_ms = int(ts)
-                if not (now_ms - PAST_WINDOW_MS <= ts_ms <= now_ms + FUTURE_WINDOW_MS):
+            ts = w.ts_ms
+            if ts is not None and not low <= ts <= high:
+                return None
+            ip = w.ip
+            if ip is not None:
+                if not ip:
+                    w.ip = None
+                elif not _IP.match(ip):
                     return None
-            if ip and not _IP.match(ip):
-                return None
             referrer = w.referrer
-            if referrer and len(referrer) > MAX_REFERRER:
-                referrer = referrer[:MAX_REFERRER]
-            events.append(
-                RawEvent(
-                    name,
-                    url,
-                    w.sessionId or None,
-                    w.projectId or None,
-                    {} if props is None else _properties(props),
-                    referrer or None,
-                    ts_ms,
-                    w.eventId or None,
-                    w.userAgent or None,
-                    ip or None,
-                    w.screen,
-                )
-            )
+            if referrer is not None:
+                if not referrer:
+                    w.referrer = None
+                elif len(referrer) > MAX_REFERRER:
+                    w.referrer = referrer[:MAX_REFERRER]
+            if w.session_id == "":
+                w.session_id = None
+            if w.project_id == "":
+                w.project_id = None
+            if w.event_id == "":
+                w.event_id = None
+            if w.user_agent == "":
+                w.user_agent = None
+            if w.properties:
+                w.properties = _properties(w.properties)
     except (msgspec.DecodeError, InvalidRequest, RecursionError, ValueError, OverflowError):
         return None
-    return events, is_batch
+    return wire, is_batch
 
 
 def validate_event(obj: Any, now_ms: int) -> RawEvent:
