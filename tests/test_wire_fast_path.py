@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from svc.errors import ApiError
-from svc.ingestion.wire import RawEvent, decode_body, decode_valid, validate_event
+from svc.ingestion.wire import Body, decode_body, decode_valid, validate_event
 
 NOW = 1_795_000_000_000
 MAX_EVENTS = 1000
@@ -85,11 +85,11 @@ bodies = st.one_of(
 )
 
 
-def general(data: bytes) -> tuple[list[RawEvent], bool] | None:
+def general(data: bytes) -> Body | None:
     """The general path's events, or None when it refuses the body or any event."""
     try:
         body = decode_body(data, MAX_EVENTS)
-        return [validate_event(e, NOW) for e in body.events], body.is_batch
+        return Body([validate_event(e, NOW) for e in body.events], body.is_batch)
     except ApiError:
         return None
 
@@ -120,8 +120,9 @@ def test_fast_path_examples() -> None:
             {"event": "buy", "url": "https://x.test/", "ts": NOW - 1, "properties": {"n": 2}},
         ]
     ).encode()
-    events, is_batch = decode_valid(body, MAX_EVENTS, NOW) or ([], False)
-    assert is_batch and len(events) == 2
+    decoded = decode_valid(body, MAX_EVENTS, NOW) or Body([], False)
+    events = decoded.events
+    assert decoded.is_batch and len(events) == 2
     assert events[0].session_id is None and events[0].referrer == "r" * 2048
     assert events[1].ts_ms == NOW - 1 and events[1].properties == {"n": "2"}
     for refused in (

@@ -21,7 +21,7 @@ from svc.ingestion.dedup import EventIdFilter
 from svc.ingestion.enrich.geo import GeoLookup
 from svc.ingestion.outcomes import DropReason, Outcomes
 from svc.ingestion.pipeline import Pipeline, RequestContext
-from svc.ingestion.wire import Body, decode_body, decode_valid, validate_event
+from svc.ingestion.wire import decode_body, decode_valid, validate_event
 from svc.limits.plans import parse_plans
 from svc.limits.quota import Quotas
 from svc.settings import Settings
@@ -109,11 +109,7 @@ class IngestService:
     async def ingest(self, ctx: RequestContext, body: bytes) -> IngestResult:
         """Store what is valid in ``body``; raises :class:`ApiError` for a whole-request error."""
         valid = decode_valid(body, self.settings.max_batch_events, ctx.received_ms)
-        decoded = (
-            Body(valid[0], valid[1])
-            if valid is not None
-            else decode_body(body, self.settings.max_batch_events)
-        )
+        decoded = valid or decode_body(body, self.settings.max_batch_events)
         result = IngestResult(ctx.received_ms, decoded.is_batch)
         project = ctx.project
         month = self._month_of(ctx.received_ms)

@@ -124,9 +124,9 @@ _batch_decoder = msgspec.json.Decoder(list[RawEvent])
 _event_decoder = msgspec.json.Decoder(RawEvent)
 
 
-def decode_valid(data: bytes, max_events: int, now_ms: int) -> tuple[list[RawEvent], bool] | None:
+def decode_valid(data: bytes, max_events: int, now_ms: int) -> Body | None:
     """The fast path of :func:`decode_body` + :func:`validate_event` for a body whose every
-    event is valid (nearly all of them): its events and whether it is a batch. None for any
+    event is valid (nearly all of them): its events, already :class:`RawEvent`. None for any
     other body (an invalid event, another shape, a limit reached), which then takes the
     general path: so answers and errors are always the general path's."""
     start = data[:64].lstrip()[:1]
@@ -173,7 +173,7 @@ def decode_valid(data: bytes, max_events: int, now_ms: int) -> tuple[list[RawEve
                 w.properties = _properties(w.properties)
     except (msgspec.DecodeError, InvalidRequest, RecursionError, ValueError, OverflowError):
         return None
-    return wire, is_batch
+    return Body(wire, is_batch)
 
 
 def validate_event(obj: Any, now_ms: int) -> RawEvent:

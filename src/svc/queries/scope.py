@@ -40,6 +40,11 @@ if TYPE_CHECKING:
 #: A session that goes on for longer than this across an end of the range is counted with
 #: the events of this margin only.
 EDGE = timedelta(days=1)
+#: The events outside the range and within EDGE of its ends (see QueryScope._bind_edges).
+_NEAR_THE_ENDS = (
+    "((ts >= {edge0:DateTime64(3, 'UTC')} AND ts < {start:DateTime64(3, 'UTC')}) "
+    "OR (ts >= {end:DateTime64(3, 'UTC')} AND ts < {edge1:DateTime64(3, 'UTC')}))"
+)
 
 
 @dataclass
@@ -57,11 +62,6 @@ class QueryScope:
             tz=self.rng.tz,
         )
         self._event_conditions: list[str] = []
-        #: every event filter is on the page: the session rows still come from the tables
-        #: (the session pages say which sessions have a matching page, and how many)
-        self._page_filters_only = all(
-            f.dimension.name == "page" for f in self.filters if f.dimension.level == "event"
-        )
         self._session_conditions: list[str] = []  # over a session's events (GROUP BY)
         self._session_row_conditions: list[str] = []  # over a row of the sessions table
         self._edges: Sequence[Sequence[Any]] | None = None  # see load_edges
@@ -104,8 +104,9 @@ class QueryScope:
     @property
     def from_tables(self) -> bool:
         """Whether the session rows come from the sessions table (and the session pages):
-        no filter on an event dimension other than the page."""
-        return self._page_filters_only
+        no filter on an event dimension other than the page (the session pages say which
+        sessions have a matching page, and how many)."""
+        return all(f.dimension.name == "page" for f in self.filters if f.dimension.level == "event")
 
     @property
     def has_filters(self) -> bool:
@@ -175,13 +176,10 @@ class QueryScope:
     def _outside_sql(self, sessions: str) -> str:
         """Per session of ``sessions`` (a subquery or a bound array): its page views and
         events outside the range, within a day of its ends."""
-        t0, t1 = "{start:DateTime64(3, 'UTC')}", "{end:DateTime64(3, 'UTC')}"
         return (
             "SELECT session_id, countIf(name = 'page_view') AS opv, count() AS oev FROM events "
             f"WHERE project_id = {{project:String}} AND {self.event_filter} "
-            f"AND ((ts >= {{edge0:DateTime64(3, 'UTC')}} AND ts < {t0}) "
-            f"OR (ts >= {t1} AND ts < {{edge1:DateTime64(3, 'UTC')}})) "
-            f"AND session_id IN {sessions} GROUP BY session_id"
+            f"AND {_NEAR_THE_ENDS} AND session_id IN {sessions} GROUP BY session_id"
         )
 
     def load_edges(self, store: EventStore) -> QueryScope:
@@ -210,13 +208,11 @@ class QueryScope:
         if self._page_edges is None:
             rows: Sequence[Sequence[Any]] = []
             if self._crossing:
-                t0, t1 = "{start:DateTime64(3, 'UTC')}", "{end:DateTime64(3, 'UTC')}"
                 rows = store.query(
                     "SELECT cityHash64(session_id, path) AS k, count() FROM events "
                     "WHERE project_id = {project:String} AND name = 'page_view' "
-                    f"AND ((ts >= {{edge0:DateTime64(3, 'UTC')}} AND ts < {t0}) "
-                    f"OR (ts >= {t1} AND ts < {{edge1:DateTime64(3, 'UTC')}})) "
-                    "AND session_id IN {crossing:Array(UInt64)} GROUP BY k",
+                    f"AND {_NEAR_THE_ENDS} AND session_id IN {{crossing:Array(UInt64)}} "
+                    "GROUP BY k",
                     self.params,
                 )
             self._page_edges = rows

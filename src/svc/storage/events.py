@@ -29,6 +29,16 @@ EVENT_HOURS_TABLE = "event_hours"  # per project and hour, by event time (migrat
 REPORT_EVENTS_TABLE = "report_events"  # purchase and exception events (migrations/006)
 #: The event names copied into REPORT_EVENTS_TABLE.
 REPORT_EVENT_NAMES = ("purchase", "exception")
+#: Every table that holds rows of a project (the rollups' tables: svc.storage.rollups).
+PROJECT_TABLES = (
+    EVENTS_TABLE,
+    SESSIONS_TABLE,
+    SESSION_PAGES_TABLE,
+    EVENT_HOURS_TABLE,
+    REPORT_EVENTS_TABLE,
+    "session_rollups",
+    "rollup_days",
+)
 
 
 class EventRow(msgspec.Struct, array_like=False, gc=False, omit_defaults=True):
@@ -292,8 +302,7 @@ class EventStore:
     def delete_project(self, project_id: str) -> None:
         """Delete every event and session of a project (lightweight DELETEs: gone from queries at
         once)."""
-        tables = (EVENTS_TABLE, SESSIONS_TABLE, SESSION_PAGES_TABLE, EVENT_HOURS_TABLE)
-        for table in (*tables, REPORT_EVENTS_TABLE, "session_rollups", "rollup_days"):
+        for table in PROJECT_TABLES:
             self.client.command(
                 f"DELETE FROM {table} WHERE project_id = {{project:String}}",
                 parameters={"project": project_id},
@@ -312,8 +321,8 @@ READ_SETTINGS: dict[str, Any] = {
     "max_bytes_before_external_sort": 300_000_000,
 }
 
-#: Migrations after which the sessions table, or the (session, page) table, is rebuilt from
-#: the events.
+#: Migrations after which a derived table is written from the stored events (the sessions
+#: table, the session pages, the event hours, the report events).
 _REBUILD_SESSIONS_AFTER = {2}
 _REBUILD_SESSION_PAGES_AFTER = {4}
 _REBUILD_EVENT_HOURS_AFTER = {5}
