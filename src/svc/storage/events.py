@@ -6,7 +6,9 @@ One schema and one SQL for every deployment: the embedded default is chDB in
 
 from __future__ import annotations
 
+import importlib
 import logging
+import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -92,8 +94,34 @@ def ch_time(ms: int) -> str:
     return f"{ms // 1000}.{ms % 1000:03d}"
 
 
+def skip_data_frame_libraries(*, chdb: bool) -> None:
+    """Keep pandas, pyarrow and numpy out of the process unless something else imports them.
+
+    clickhouse-connect imports pandas at the first insert to ask whether the rows are a data
+    frame, and chDB imports pyarrow when it opens a connection, for its Arrow results. svc
+    hands both rows, bytes and text only, so the server does not load them: ~40 MB of their
+    libraries mapped into memory and ~40 MB of their objects (docs/benchmarks.md, Memory).
+    Both libraries treat a missing package as "no data-frame support", which is what this
+    declares. A process that has already imported them keeps them; `svcm import` of a Parquet
+    file still imports pyarrow for itself.
+    """
+    from clickhouse_connect.driver import options
+
+    for name in ("np", "pd", "pd_time_test", "arrow", "pl"):
+        if name not in vars(options):
+            setattr(options, name, None)
+    if not chdb or "chdb.state" in sys.modules or "pyarrow" in sys.modules:
+        return
+    sys.modules["pyarrow"] = None  # type: ignore[assignment]  # "not installed", for chDB
+    try:
+        importlib.import_module("chdb.state")
+    finally:
+        del sys.modules["pyarrow"]
+
+
 def connect(settings: Settings) -> Client:
     """A clickhouse-connect client for the configured store (chDB unless a URL is set)."""
+    skip_data_frame_libraries(chdb=not settings.clickhouse_url)
     if settings.clickhouse_url:
         return clickhouse_connect.get_client(
             dsn=settings.clickhouse_url, autogenerate_session_id=False

@@ -1,0 +1,77 @@
+"""The server process loads what it uses: no data-frame libraries (pandas, pyarrow, numpy).
+
+clickhouse-connect and chDB import them when they are installed (they are, as chDB's
+dependencies); svc hands the store rows, bytes and text only, and keeping them out saves
+~80 MB of the 600 MB budget (docs/benchmarks.md, Memory).
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from datetime import UTC, datetime
+
+import httpx
+
+from tests.support import Server
+
+DATA_FRAME_LIBRARIES = ("pandas", "pyarrow", "numpy")
+
+
+def _mapped_files(pid: int) -> set[str]:
+    with open(f"/proc/{pid}/maps") as maps:
+        return {line.split()[-1] for line in maps if "/" in line}
+
+
+def test_the_server_loads_no_data_frame_library(server: Server) -> None:
+    project = server.create_project("footprint")
+    secret = project["keys"]["secret"]
+    event = {"event": "page_view", "url": "https://footprint.test/a"}
+    assert (
+        server.send(secret, [event, {**event, "url": "https://footprint.test/b"}]).json()[
+            "accepted"
+        ]
+        == 2
+    )
+    server.wait_loaded()
+    today = datetime.now(UTC).date().isoformat()
+    assert server.metrics(secret, **{"from": today, "to": today})["pageviews"] == 2
+    parquet = httpx.get(
+        server.url + "/export",
+        params={"from": today, "format": "parquet"},
+        headers={"Authorization": f"Bearer {secret}"},
+        timeout=60,
+    )
+    assert parquet.status_code == 200 and parquet.content[:4] == b"PAR1"
+    assert server.proc is not None
+    loaded = [
+        path
+        for path in _mapped_files(server.proc.pid)
+        if any(f"site-packages/{name}/" in path for name in DATA_FRAME_LIBRARIES)
+    ]
+    assert loaded == []
+    # The export is a Parquet file that pyarrow (in this process) reads back.
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(io.BytesIO(parquet.content)).num_rows == 2
+
+
+_STORE_ROUND_TRIP = """
+import sys, tempfile
+from pathlib import Path
+from svc.settings import Settings
+from svc.storage.events import EventStore
+store = EventStore(Settings.from_env(data_dir=Path(tempfile.mkdtemp())))
+assert store.migrate()  # inserts the applied versions
+assert store.query("SELECT count() FROM svc_migrations")[0][0] > 0
+store.close()
+print(",".join(n for n in ("pandas", "pyarrow", "numpy") if n in sys.modules))
+"""
+
+
+def test_the_store_inserts_and_reads_without_data_frame_libraries() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", _STORE_ROUND_TRIP], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip().splitlines()[-1:] in ([], [""])
