@@ -103,11 +103,15 @@ def test_fast_path_agrees_with_public_lookup(geo: GeoLookup) -> None:
     import ipaddress
     import random
 
+    from geoip2fast import GeoIP2Fast
+
     from svc.ingestion.enrich import geo as geo_module
 
-    database = geo_module._load(None)
+    geo.load()
     index = geo_module._fast_index
     assert index is not None
+    # The index released geoip2fast's tables; a new GeoIP2Fast loads them again to compare.
+    database = GeoIP2Fast(geoip2fast_data_file=geo_module._default_data_file())
     rng = random.Random(7)
 
     def v4() -> str:
@@ -119,6 +123,17 @@ def test_fast_path_agrees_with_public_lookup(geo: GeoLookup) -> None:
     ]
     addresses += [str(ipaddress.IPv6Address(rng.getrandbits(128))) for _ in range(2_000)]
     addresses += ["0.0.0.0", "255.255.255.255", "::", "::1", "::8.8.8.8", "64:ff9b::808:808"]
+    # Networks' first addresses and their neighbours, among them every IPv6 network whose
+    # first address has low bits set (the index keeps high and low 64 bits apart).
+    v6_starts = [high << 64 | low for high, low in zip(index.v6_highs, index.v6_lows, strict=True)]
+    edges = rng.sample(range(len(v6_starts)), 2_000)
+    edges += [i for i, start in enumerate(v6_starts) if start & ((1 << 64) - 1)]
+    for i in edges:
+        for n in (v6_starts[i] - 1, v6_starts[i], v6_starts[i] + 1):
+            addresses.append(str(ipaddress.IPv6Address(n)))
+    for start in rng.sample(list(index.v4_starts), 2_000):
+        for n in (start - 1, start, start + 1):
+            addresses.append(str(ipaddress.IPv4Address(n % (1 << 32))))
     for address in addresses:
         found = database.lookup(address)
         code = found.country_code

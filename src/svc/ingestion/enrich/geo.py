@@ -15,13 +15,14 @@ Contract:
   IPv6 (``geoip2fast-ipv6.dat.gz``, used here) and country+ASN variants; its city files are
   a separate download, so ``region`` and ``city`` stay ``''``. Should a city file ever be
   installed beside the package (or given as ``data_file``), it is preferred and fills them.
-  Loading takes ~0.2 s and ~57 MiB, once per process, on the first lookup or on
+  Loading takes ~0.3 s, once per process, on the first lookup or on
   :meth:`GeoLookup.load`. geoip2fast keeps its data in module globals, so one data file
   serves the whole process and every :class:`GeoLookup`. With country-only data the lookup
   does not go through ``GeoIP2Fast.lookup`` (~8 µs) but searches compact copies of the same
-  tables built at load (:class:`_CountryIndex`, ~0.2 s and ~11 MiB more): a bucket per /16,
-  a bisection among the few networks in it, a ready :class:`Geo` per country; ~1.5 µs per
-  new address, the same answers.
+  tables built at load (:class:`_CountryIndex`): a bucket per /16, a bisection among the few
+  networks in it, a ready :class:`Geo` per country; ~0.6 µs (IPv4) to ~1.2 µs (IPv6) per
+  new address, the same answers. geoip2fast's own tables are then released: the process
+  keeps ~17 MiB for geo data instead of ~68 MiB.
 - :func:`country_from_headers` reads the country that a trusted edge already resolved:
   ``cf-ipcountry`` (Cloudflare), ``x-vercel-ip-country`` (Vercel), ``cloudfront-viewer-country``
   (CloudFront), in that order; ``XX``, ``ZZ``, ``T1`` (Tor) and other non-country codes are
@@ -32,6 +33,7 @@ Contract:
 from __future__ import annotations
 
 import bisect
+import contextlib
 import ipaddress
 import itertools
 import operator
@@ -52,6 +54,7 @@ _NOT_COUNTRIES: Final = frozenset({"XX", "ZZ", "T1", "A1", "A2", "O1", "EU", "AP
 _IPV4_RE: Final = re.compile(r"\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}", re.ASCII)
 _COUNTRY_RE: Final = re.compile(r"[A-Z]{2}", re.ASCII)
 _V4_LAST: Final = 0xFFFF_FFFF  # the last IPv4 address as a number
+_LOW_64: Final = (1 << 64) - 1
 # Richest first. The ASN variants are skipped: same countries, more memory, ASN unused.
 _DATA_FILES: Final = (
     "geoip2fast-city-ipv6.dat.gz",
@@ -100,8 +103,38 @@ def _load(data_file: str | None) -> Any:
                 _has_city = bool(database.city)
                 if database.country and not _has_city:
                     _fast_index = _CountryIndex.of_loaded_data()
+                    if _fast_index is not None:
+                        _release_tables()
                 _database = database
     return _database
+
+
+#: geoip2fast's module globals that only its own lookup reads: ~790,000 networks as lists of
+#: Python ints, ~24 MB more than the index that replaces them (docs/benchmarks.md, Memory).
+_RELEASED_TABLES: Final = (
+    "mainIndex",
+    "mainListFirstIP",
+    "mainListNetlength",
+    "mainListIDCountryCodes",
+)
+
+
+def _release_tables() -> None:
+    """Empty geoip2fast's network tables once the index answers every lookup.
+
+    ``GeoIP2Fast.lookup`` must not be called afterwards (it would find no network); loading a
+    ``GeoIP2Fast`` again fills them again. The freed pages go back to the system.
+    """
+    import ctypes
+    import gc
+
+    from geoip2fast import geoip2fast as tables
+
+    for name in _RELEASED_TABLES:
+        setattr(tables, name, [])
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: its allocator decides
+        ctypes.CDLL(None).malloc_trim(0)  # glibc keeps freed small blocks otherwise
 
 
 def _normalise(ip: str) -> str | None:
@@ -203,8 +236,9 @@ class _CountryIndex:
         "v4_sizes",
         "v4_starts",
         "v6_bounds",
+        "v6_highs",
+        "v6_lows",
         "v6_sizes",
-        "v6_starts",
     )
 
     def __init__(self, tables: Any) -> None:
@@ -221,7 +255,7 @@ class _CountryIndex:
                 raise ValueError("unexpected geoip2fast index")
             if len(net_lengths[root]) != len(chunk) or len(ids[root]) != len(chunk):
                 raise ValueError("unexpected geoip2fast index")
-        # (C-level loops: this runs once per process, ~0.2 s and ~11 MiB for 790,000 networks)
+        # (C-level loops: this runs once per process, ~0.1 s and ~11 MiB for 790,000 networks)
         starts = list(itertools.chain.from_iterable(chunks))
         if not all(map(operator.lt, starts, itertools.islice(starts, 1, None))):
             raise ValueError("unexpected geoip2fast index")
@@ -231,7 +265,11 @@ class _CountryIndex:
         self.v4_bounds = array(
             "I", map(bisect.bisect_right, itertools.repeat(starts[:v4_count]), _bucket_ends(16))
         )
-        self.v6_starts = starts
+        # IPv6 first addresses as their high and low 64 bits (16 bytes each instead of a
+        # Python int of 44 and a pointer): (high, low) pairs sort as the numbers do.
+        v6_starts = starts[v4_count:]
+        self.v6_highs = array("Q", (start >> 64 for start in v6_starts))
+        self.v6_lows = array("Q", (start & _LOW_64 for start in v6_starts))
         self.v6_bounds = array(
             "I", map(bisect.bisect_right, itertools.repeat(starts), _bucket_ends(112))
         )
@@ -262,11 +300,14 @@ class _CountryIndex:
         if ":" in address:
             iplong = int.from_bytes(socket.inet_pton(socket.AF_INET6, address), "big")
             if iplong > _V4_LAST:  # (::a.b.c.d and the like are searched as IPv4 below)
-                bounds = self.v6_bounds
-                top = iplong >> 112
-                k = bisect.bisect_right(self.v6_starts, iplong, bounds[top], bounds[top + 1]) - 1
+                k = self._v6_entry(iplong)
+                v4_count = len(self.v4_starts)
+                if k < v4_count:
+                    start = self.v4_starts[k]
+                else:
+                    start = self.v6_highs[k - v4_count] << 64 | self.v6_lows[k - v4_count]
                 sizes = self.v4_sizes if iplong <= self.v4_max else self.v6_sizes
-                if iplong > self.v6_starts[k] + sizes[self.net_lengths[k]] - 1:
+                if iplong > start + sizes[self.net_lengths[k]] - 1:
                     return EMPTY  # in a gap between listed networks
                 country_id = self.ids[k]
                 return EMPTY if country_id < 16 else self.geos[country_id]
@@ -280,6 +321,18 @@ class _CountryIndex:
         # geoip2fast._country_lookup: the first 16 country ids are the private networks
         country_id = self.ids[k]
         return EMPTY if country_id < 16 else self.geos[country_id]
+
+    def _v6_entry(self, iplong: int) -> int:
+        """The last network (index over all) whose first address is <= ``iplong`` (> 2**32)."""
+        v4_count = len(self.v4_starts)
+        top = iplong >> 112
+        lo = max(self.v6_bounds[top], v4_count) - v4_count
+        hi = max(self.v6_bounds[top + 1], v4_count) - v4_count
+        high = iplong >> 64
+        end = bisect.bisect_right(self.v6_highs, high, lo, hi)  # past the highs <= high
+        run = bisect.bisect_left(self.v6_highs, high, lo, end)  # the run of equal highs
+        # among that run the last low <= ours, else the entry before the run
+        return v4_count + bisect.bisect_right(self.v6_lows, iplong & _LOW_64, run, end) - 1
 
 
 @lru_cache(maxsize=512)
