@@ -209,12 +209,15 @@ from svc.storage.events import EventStore
 store = EventStore(Settings.from_env(data_dir=Path(sys.argv[1])))
 rows = store.query("SELECT project_id, toString(session_day), toString(session_id), path, "
                    "pageviews, events FROM session_pages FINAL ORDER BY ALL")
-print(json.dumps([list(r) for r in rows]))
-if sys.argv[2] == "undo":  # back to the store as it was before migrations 4, 5 and 6
+types = store.query("SELECT DISTINCT type FROM system.columns WHERE database = currentDatabase() "
+                    "AND table IN ('events', 'report_events', 'session_pages') AND name = 'path'")
+print(json.dumps({"rows": [list(r) for r in rows], "path_types": [t for t, in types]}))
+if sys.argv[2] == "undo":  # back to the store as it was before migrations 4 to 7
+    store.client.command("ALTER TABLE events MODIFY COLUMN path String")
     for table in ("session_pages", "event_hours", "report_events"):
         store.client.command(f"DROP VIEW {table}_mv")
         store.client.command(f"DROP TABLE {table}")
-    store.client.command("DELETE FROM svc_migrations WHERE version IN (4, 5, 6)")
+    store.client.command("DELETE FROM svc_migrations WHERE version IN (4, 5, 6, 7)")
 store.close()
 """
 
@@ -230,7 +233,9 @@ def _session_pages(srv: Server, action: str = "") -> list[list[Any]]:
         text=True,
         check=True,
     )
-    rows: list[list[Any]] = json.loads(out.stdout.splitlines()[-1])
+    found: dict[str, Any] = json.loads(out.stdout.splitlines()[-1])
+    assert found["path_types"] == ["LowCardinality(String)"]  # migration 7
+    rows: list[list[Any]] = found["rows"]
     return rows
 
 
@@ -239,7 +244,7 @@ def test_derived_tables_of_older_stores_are_rebuilt_by_the_migrations(
 ) -> None:
     """A store from before the session pages, the event hours and the report events gets them
     from its events when migrated: the same rows the materialized views write, and the same
-    answers."""
+    answers; its paths become LowCardinality with their values unchanged."""
     srv = fresh_server
     srv.start()
     p = srv.create_project("pages", domains=["acme.test"])
@@ -262,7 +267,7 @@ def test_derived_tables_of_older_stores_are_rebuilt_by_the_migrations(
     written = _session_pages(srv, "undo")
     assert ["/b", 1, 2] in [r[3:] for r in written]  # X's page view and click on /b
     assert len(written) == 6
-    srv.start()  # migrations 4 to 6 again, with the rebuilds from the events
+    srv.start()  # migrations 4 to 7 again, with the rebuilds from the events
     assert [get(srv, p, path, **args) for path, args in asked] == before
     srv.stop()
     assert _session_pages(srv) == written
