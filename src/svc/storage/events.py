@@ -102,8 +102,8 @@ def skip_data_frame_libraries(*, chdb: bool) -> None:
     hands both rows, bytes and text only, so the server does not load them: ~40 MB of their
     libraries mapped into memory and ~40 MB of their objects (docs/benchmarks.md, Memory).
     Both libraries treat a missing package as "no data-frame support", which is what this
-    declares. A process that has already imported them keeps them; `svcm import` of a Parquet
-    file still imports pyarrow for itself.
+    declares. A process that has already imported them keeps them, and one may import them
+    later for itself (`svcm export` reads a Parquet file's row count with pyarrow).
     """
     from clickhouse_connect.driver import options
 
