@@ -62,6 +62,12 @@ class Settings:
         "Embedded store: after loading, hand the memory its inserts freed back to the system "
         "at most this often (s; its allocator otherwise keeps ~150 MB). 0: never.",
     )
+    export_piece_events: int = _setting(
+        50_000,
+        "Embedded store: GET /export reads NDJSON and CSV in pieces of whole UTC hours with at "
+        "most about this many events (~30 MB of NDJSON), so that an export's memory stays "
+        "bounded. Parquet is read whole.",
+    )
     spool_max_backlog_bytes: int = _setting(
         2 * 1024 * 1024 * 1024,
         "Ingestion answers 503 when the spool holds more than this many bytes not yet loaded.",
@@ -171,6 +177,11 @@ class Settings:
     @property
     def spool_dir(self) -> Path:
         return self.data_dir / "spool"
+
+    @property
+    def export_dir(self) -> Path:
+        """Where the embedded store writes a Parquet export before it is sent (then deleted)."""
+        return self.data_dir / "exports"
 
     @property
     def effective_meta_url(self) -> str:

@@ -31,12 +31,17 @@ async def get_export(request: Request) -> Response:
         return error_response(exc)
 
     async def body() -> AsyncIterator[bytes]:
-        chunks = export_chunks(runtime.store, project.id, rng, fmt)
-        while True:
-            chunk = await asyncio.to_thread(next, chunks, None)
-            if chunk is None:
-                return
-            yield chunk
+        chunks = export_chunks(
+            runtime.store, project.id, rng, fmt, runtime.settings.export_piece_events
+        )
+        try:
+            while True:
+                chunk = await asyncio.to_thread(next, chunks, None)
+                if chunk is None:
+                    return
+                yield chunk
+        finally:  # also when the client went away: a Parquet export's file is deleted
+            chunks.close()
 
     filename = f"{project.name}-{rng.first}-{rng.last}.{fmt}"
     return StreamingResponse(

@@ -3,7 +3,12 @@ ClickHouse in its own output formats (Python never touches a row)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+import time
+import uuid
+from collections.abc import Generator, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
 
 from svc.errors import InvalidRequest
 from svc.queries import sql
@@ -27,6 +32,98 @@ def export_format(name: str) -> tuple[str, str]:
         ) from None
 
 
-def export_chunks(store: EventStore, project_id: str, rng: DateRange, fmt: str) -> Iterator[bytes]:
-    stmt = sql.export_events(project_id, rng)
-    yield from store.stream_raw(stmt.sql, stmt.params, export_format(fmt)[0])
+#: The format of every piece after the first (the header is written once).
+_CONTINUED = {"CSVWithNames": "CSV"}
+
+
+def export_chunks(
+    store: EventStore, project_id: str, rng: DateRange, fmt: str, piece_events: int
+) -> Generator[bytes, None, None]:
+    """The export in chunks. A ClickHouse server streams the result of one query. The
+    embedded store answers a query in one piece, so NDJSON and CSV are read in pieces of
+    whole UTC hours with at most about ``piece_events`` events (an hour with more is a piece
+    of its own): the memory an export takes stays bounded and the store serves other work
+    between pieces. A Parquet file cannot be cut: the store writes it to a file in the data
+    directory (~30 bytes an event), which is then sent and deleted."""
+    ch_format = export_format(fmt)[0]
+    if store.streams_results:
+        stmt = sql.export_events(project_id, rng)
+        yield from store.stream_raw(stmt.sql, stmt.params, ch_format)
+        return
+    if ch_format == "Parquet":
+        yield from _parquet_through_a_file(store, sql.export_events(project_id, rng))
+        return
+    hours = store.query(*_statement(sql.export_hours(project_id, rng)))
+    windows = plan_windows(
+        [(_naive(h), int(n)) for h, n in hours],
+        rng.start_utc.replace(tzinfo=None),
+        rng.end_utc.replace(tzinfo=None),
+        piece_events,
+    )
+    for i, window in enumerate(windows or [None]):  # none: the header (CSV) alone
+        stmt = sql.export_events(project_id, rng, window)
+        piece_format = ch_format if i == 0 else _CONTINUED.get(ch_format, ch_format)
+        piece = store.raw_query(stmt.sql, stmt.params, piece_format)
+        if store.settings.store_memory_release_seconds:  # 0: never
+            # what formatting the piece took, before the next one: an NDJSON export of 10M
+            # events peaked at 681 MB instead of 839 MB, and took 15 % longer
+            with contextlib.suppress(Exception):  # only memory: never fail an export for it
+                store.release_memory()
+        yield piece
+
+
+def plan_windows(
+    hours: list[tuple[datetime, int]], start: datetime, end: datetime, piece_events: int
+) -> list[tuple[datetime, datetime]]:
+    """Cut [start, end) at hour starts into consecutive windows of at most ``piece_events``
+    events each, given the events per hour (hour start, count; oldest first, within the
+    range); an hour with more events is a window of its own. No windows without events."""
+    windows: list[tuple[datetime, datetime]] = []
+    window_start, in_window = start, 0
+    for hour, count in hours:
+        if in_window and in_window + count > piece_events:
+            windows.append((window_start, hour))
+            window_start, in_window = hour, 0
+        in_window += count
+    if in_window:
+        windows.append((window_start, end))
+    return windows
+
+
+#: Bytes read from a written Parquet file at a time.
+_FILE_CHUNK = 1 << 20
+#: Files of exports older than this are deleted by the next Parquet export (a process killed
+#: while sending one leaves its file behind).
+_STALE_AFTER_S = 86_400
+
+
+def _parquet_through_a_file(store: EventStore, stmt: sql.Statement) -> Iterator[bytes]:
+    directory = store.settings.export_dir
+    directory.mkdir(parents=True, exist_ok=True)
+    _delete_stale(directory)
+    path = directory / f"export-{uuid.uuid4().hex}.parquet"
+    try:
+        written = sql.into_parquet_file(stmt, str(path.resolve()))
+        store.command(written.sql, written.params)
+        with path.open("rb") as file:
+            while chunk := file.read(_FILE_CHUNK):
+                yield chunk
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def _delete_stale(directory: Path) -> None:
+    cutoff = time.time() - _STALE_AFTER_S
+    for old in directory.glob("export-*.parquet"):
+        with contextlib.suppress(OSError):
+            if old.stat().st_mtime < cutoff:
+                old.unlink()
+
+
+def _statement(stmt: sql.Statement) -> tuple[str, dict[str, object]]:
+    return stmt.sql, stmt.params
+
+
+def _naive(value: datetime) -> datetime:
+    """A UTC time as the naive datetime the query parameters take."""
+    return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value

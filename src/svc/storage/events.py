@@ -320,12 +320,27 @@ class EventStore:
         names = result.column_names
         return [dict(zip(names, row, strict=True)) for row in result.result_rows]
 
+    @property
+    def streams_results(self) -> bool:
+        """Whether :meth:`stream_raw` streams (a ClickHouse server) or answers in one piece
+        (chDB: a streamed result would hold its connection, and every other query and insert,
+        until the reader has taken it all)."""
+        return bool(self.settings.clickhouse_url)
+
     def stream_raw(self, sql: str, parameters: dict[str, Any], fmt: str) -> Iterator[bytes]:
         """The result of a query in a ClickHouse output format, in chunks."""
-        if self.settings.clickhouse_url:
+        if self.streams_results:
             yield from self.client.raw_stream(sql, parameters=parameters, fmt=fmt)
-        else:  # chDB answers in one piece
-            yield self.client.raw_query(sql, parameters=parameters, fmt=fmt)
+        else:
+            yield self.raw_query(sql, parameters, fmt)
+
+    def command(self, sql: str, parameters: dict[str, Any]) -> None:
+        """Run a parameterised statement that returns nothing (such as ``INTO OUTFILE``)."""
+        self.client.command(sql, parameters=parameters)
+
+    def raw_query(self, sql: str, parameters: dict[str, Any], fmt: str) -> bytes:
+        """The whole result of a query in a ClickHouse output format."""
+        return self.client.raw_query(sql, parameters=parameters, fmt=fmt)
 
     def delete_project(self, project_id: str) -> None:
         """Delete every event and session of a project (lightweight DELETEs: gone from queries at
