@@ -104,7 +104,7 @@ def _parquet_through_a_file(store: EventStore, stmt: sql.Statement) -> Iterator[
     path = directory / f"export-{uuid.uuid4().hex}.parquet"
     try:
         written = sql.into_parquet_file(stmt, str(path.resolve()))
-        store.command(written.sql, written.params)
+        store.export_command(written.sql, written.params)
         with path.open("rb") as file:
             while chunk := file.read(_FILE_CHUNK):
                 yield chunk

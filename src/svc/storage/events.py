@@ -136,6 +136,7 @@ class EventStore:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._client: Client | None = None
+        self._export_client: Client | None = None
         self._connect_lock = threading.Lock()
         #: Held by each insert and by each computation derived from the tables the inserts
         #: feed (svc.storage.rollups): an insert reaches the events table before its
@@ -152,10 +153,26 @@ class EventStore:
                     self._client = connect(self.settings)
         return self._client
 
+    @property
+    def export_client(self) -> Client:
+        """The client of exports. Embedded, a chDB handle of its own on the same engine: a
+        client runs one call at a time, so a long export (a Parquet file of 10M events takes
+        ~17 s) on the main client would hold every query and the loader's inserts until done.
+        With a ClickHouse server, the main client (its HTTP pool serves calls side by side)."""
+        if self.settings.clickhouse_url:
+            return self.client
+        if self._export_client is None:
+            _ = self.client  # the engine is opened (and the data-frame libraries skipped) once
+            with self._connect_lock:
+                if self._export_client is None:
+                    self._export_client = connect(self.settings)
+        return self._export_client
+
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        for client in (self._export_client, self._client):
+            if client is not None:
+                client.close()
+        self._client = self._export_client = None
 
     def migrate(self) -> list[int]:
         """Apply the SQL files of ``storage/migrations`` not applied yet, in order."""
@@ -328,19 +345,19 @@ class EventStore:
         return bool(self.settings.clickhouse_url)
 
     def stream_raw(self, sql: str, parameters: dict[str, Any], fmt: str) -> Iterator[bytes]:
-        """The result of a query in a ClickHouse output format, in chunks."""
+        """The result of an export query in a ClickHouse output format, in chunks."""
         if self.streams_results:
-            yield from self.client.raw_stream(sql, parameters=parameters, fmt=fmt)
+            yield from self.export_client.raw_stream(sql, parameters=parameters, fmt=fmt)
         else:
             yield self.raw_query(sql, parameters, fmt)
 
-    def command(self, sql: str, parameters: dict[str, Any]) -> None:
-        """Run a parameterised statement that returns nothing (such as ``INTO OUTFILE``)."""
-        self.client.command(sql, parameters=parameters)
+    def export_command(self, sql: str, parameters: dict[str, Any]) -> None:
+        """Run an export statement that returns nothing (``INTO OUTFILE``)."""
+        self.export_client.command(sql, parameters=parameters)
 
     def raw_query(self, sql: str, parameters: dict[str, Any], fmt: str) -> bytes:
-        """The whole result of a query in a ClickHouse output format."""
-        return self.client.raw_query(sql, parameters=parameters, fmt=fmt)
+        """The whole result of an export query in a ClickHouse output format."""
+        return self.export_client.raw_query(sql, parameters=parameters, fmt=fmt)
 
     def delete_project(self, project_id: str) -> None:
         """Delete every event and session of a project (lightweight DELETEs: gone from queries at
