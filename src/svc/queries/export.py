@@ -55,7 +55,7 @@ def export_chunks(
         return
     hours = store.query(*_statement(sql.export_hours(project_id, rng)))
     windows = plan_windows(
-        [(_naive(h), int(n)) for h, n in hours],
+        [(datetime.fromtimestamp(int(h), UTC).replace(tzinfo=None), int(n)) for h, n in hours],
         rng.start_utc.replace(tzinfo=None),
         rng.end_utc.replace(tzinfo=None),
         piece_events,
@@ -122,8 +122,3 @@ def _delete_stale(directory: Path) -> None:
 
 def _statement(stmt: sql.Statement) -> tuple[str, dict[str, object]]:
     return stmt.sql, stmt.params
-
-
-def _naive(value: datetime) -> datetime:
-    """A UTC time as the naive datetime the query parameters take."""
-    return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value

@@ -93,10 +93,11 @@ def into_parquet_file(stmt: Statement, path: str) -> Statement:
 
 
 def export_hours(project_id: str, rng: DateRange) -> Statement:
-    """The events of a project in a range per UTC hour: (hour start, count), oldest first."""
+    """The events of a project in a range per UTC hour: (hour start in Unix seconds, count),
+    oldest first."""
     scope = QueryScope(project_id, rng)
     sql = (
-        "SELECT toStartOfHour(ts) AS hour, count() FROM events "
+        "SELECT toUnixTimestamp(toStartOfHour(ts)) AS hour, count() FROM events "
         f"WHERE {scope.range_where} GROUP BY hour ORDER BY hour"
     )
     return Statement(sql, scope.params)
