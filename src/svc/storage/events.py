@@ -136,7 +136,7 @@ class EventStore:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._client: Client | None = None
-        self._export_client: Client | None = None
+        self._handles: dict[str, Client] = {}  # see _own_handle
         self._connect_lock = threading.Lock()
         #: Held by each insert and by each computation derived from the tables the inserts
         #: feed (svc.storage.rollups): an insert reaches the events table before its
@@ -154,25 +154,39 @@ class EventStore:
         return self._client
 
     @property
+    def insert_client(self) -> Client:
+        """The client of the loader's inserts: see :meth:`_own_handle`. A query then waits for
+        no insert, nor an insert for a query: GET /metrics while batches of 100 were loaded,
+        p50 144-158 -> 81-86 ms, p90 193-211 -> 114-117 ms (docs/benchmarks.md, Queries)."""
+        return self._own_handle("insert")
+
+    @property
     def export_client(self) -> Client:
-        """The client of exports. Embedded, a chDB handle of its own on the same engine: a
-        client runs one call at a time, so a long export (a Parquet file of 10M events takes
-        ~17 s) on the main client would hold every query and the loader's inserts until done.
-        With a ClickHouse server, the main client (its HTTP pool serves calls side by side)."""
+        """The client of exports: see :meth:`_own_handle`. A Parquet file of 10M events takes
+        ~17 s to write, and on the main client it held every query and insert until done."""
+        return self._own_handle("export")
+
+    def _own_handle(self, purpose: str) -> Client:
+        """Embedded, a chDB handle of its own on the same engine, for ``purpose``: a client
+        runs one call at a time, handles run side by side. With a ClickHouse server, the main
+        client (its HTTP pool already serves calls side by side)."""
         if self.settings.clickhouse_url:
             return self.client
-        if self._export_client is None:
+        client = self._handles.get(purpose)
+        if client is None:
             _ = self.client  # the engine is opened (and the data-frame libraries skipped) once
             with self._connect_lock:
-                if self._export_client is None:
-                    self._export_client = connect(self.settings)
-        return self._export_client
+                client = self._handles.get(purpose)
+                if client is None:
+                    client = self._handles[purpose] = connect(self.settings)
+        return client
 
     def close(self) -> None:
-        for client in (self._export_client, self._client):
+        for client in [*self._handles.values(), self._client]:
             if client is not None:
                 client.close()
-        self._client = self._export_client = None
+        self._handles.clear()
+        self._client = None
 
     def migrate(self) -> list[int]:
         """Apply the SQL files of ``storage/migrations`` not applied yet, in order."""
@@ -291,7 +305,7 @@ class EventStore:
             self._insert_ndjson(data, token)
 
     def _insert_ndjson(self, data: bytes, token: str) -> None:
-        self.client.raw_insert(
+        self.insert_client.raw_insert(
             EVENTS_TABLE,
             list(EVENT_COLUMNS),
             insert_block=data,
