@@ -32,6 +32,10 @@ def test_windows_cut_at_hours_and_cover_the_range() -> None:
     assert plan_windows([], T0, end, 3) == []
     # an hour over the limit is a window of its own
     assert plan_windows([(h(0), 9), (h(1), 9)], T0, end, 3) == [(T0, h(1)), (h(1), end)]
+    # a range in a zone half an hour off UTC starts and ends within an hour
+    start, stop = T0 + timedelta(minutes=30), h(24) + timedelta(minutes=30)
+    hours = [(h(0), 2), (h(1), 2), (h(24), 2)]
+    assert plan_windows(hours, start, stop, 2) == [(start, h(1)), (h(1), h(24)), (h(24), stop)]
 
 
 def _export(srv: Server, secret: str, fmt: str, day: str) -> httpx.Response:
