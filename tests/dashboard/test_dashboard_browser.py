@@ -475,14 +475,14 @@ def test_keyboard_use(page: Any, dashboard_url: str, server: Server, seeded: See
     tab.focus()
     page.keyboard.press("ArrowRight")
     entry = page.locator("[data-panel=pages]").get_by_role("tab", name="Entry pages")
-    assert entry.get_attribute("aria-selected") == "true"
+    eventually(lambda: entry.get_attribute("aria-selected"), "true")
     assert entry.evaluate("(e) => e === document.activeElement")
     # Rows are buttons: Enter filters.
     row = page.locator("[data-panel=sources] button.row").first
     value = row.get_attribute("data-value")
     row.focus()
     page.keyboard.press("Enter")
-    assert query_of(page)["filter"] == [f"channel:is:{value}"]
+    eventually(lambda: query_of(page)["filter"], [f"channel:is:{value}"])
     # The chart reads out each point.
     page.locator(".chart").focus()
     page.keyboard.press("End")
@@ -494,10 +494,11 @@ def test_keyboard_use(page: Any, dashboard_url: str, server: Server, seeded: See
     dialog.get_by_label("Operator").select_option("contains")
     dialog.get_by_label("Value").fill("docs")
     dialog.get_by_role("button", name="Apply filter").click()
-    assert query_of(page)["filter"] == [f"channel:is:{value}", "page:contains:docs"]
+    eventually(lambda: query_of(page)["filter"], [f"channel:is:{value}", "page:contains:docs"])
     page.get_by_role("button", name="+ Filter").click()
+    page.get_by_role("dialog", name="Add a filter").wait_for()  # opened (showModal) first
     page.keyboard.press("Escape")
-    assert page.get_by_role("dialog").count() == 0
+    eventually(lambda: page.get_by_role("dialog").count(), 0)  # closed on the next render
 
 
 @pytest.mark.skipif(not AXE.exists(), reason="axe-core is not installed (cd dashboard && npm ci)")

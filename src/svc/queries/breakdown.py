@@ -142,10 +142,11 @@ def _from_rollups(
         for k in (*_SUMMED, "visitors"):
             t[k] += int(row[k])
 
-    for row in store.query_named(scope.rollup_sql([dim.name]), scope.params):
-        add(row["value"], row)
     rest = f"SELECT value, {SESSION_AGGREGATES} FROM ({_table_rows(scope, dim)}) GROUP BY value"
-    for row in store.query_named(rest, scope.params):
+    rest_rows, rolled_rows = store.query_named_together(
+        (rest, scope.params), (scope.rollup_sql([dim.name]), scope.params)
+    )
+    for row in (*rolled_rows, *rest_rows):
         add(row["value"], row)
     name = page.order.lstrip("-+")
     descending = page.order.startswith("-")

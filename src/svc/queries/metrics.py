@@ -94,14 +94,18 @@ def _unfiltered(store: EventStore, scope: QueryScope) -> Metrics:
         result.sessions_with_pageview += int(row["sessions_with_pv"])
         result.duration_ms += int(row["duration_ms"])
 
-    if scope.load_rollups(store):
-        for row in store.query_named(scope.rollup_sql(["", "source"]), scope.params):
-            if row["dimension"] == "":
-                add(row)
-                result.visitors += int(row["visitors"])
-            else:
-                sources[row["value"]] = sources.get(row["value"], 0) + int(row["sessions"])
-    for row in store.query_named(metrics_sql(scope), scope.params):  # the other days
+    rolled_up = scope.load_rollups(store)  # first: the session rows then leave those days out
+    statements = [(metrics_sql(scope), scope.params)]  # the other days
+    if rolled_up:
+        statements.append((scope.rollup_sql(["", "source"]), scope.params))
+    rest, *rolled = store.query_named_together(*statements)
+    for row in rolled[0] if rolled else ():
+        if row["dimension"] == "":
+            add(row)
+            result.visitors += int(row["visitors"])
+        else:
+            sources[row["value"]] = sources.get(row["value"], 0) + int(row["sessions"])
+    for row in rest:
         if row["src"] == "":  # the rollup row
             add(row)
             result.visitors += int(row["visitors"])

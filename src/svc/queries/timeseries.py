@@ -91,8 +91,11 @@ def query_timeseries(store: EventStore, scope: QueryScope, interval: str) -> dic
         "countIf(all_pv > 0) AS with_pv, sum(dur) AS duration_ms "
         f"FROM ({scope.sessions()}) GROUP BY bucket)"
     )
-    by_events = {r["time"]: r for r in store.query_named(event_sql, scope.params)}
-    by_sessions = {r["time"]: r for r in store.query_named(session_sql, scope.params)}
+    event_rows, session_rows = store.query_named_together(
+        (event_sql, scope.params), (session_sql, scope.params)
+    )
+    by_events = {r["time"]: r for r in event_rows}
+    by_sessions = {r["time"]: r for r in session_rows}
     points = []
     for label in buckets(scope, interval):
         e, s = by_events.get(label, {}), by_sessions.get(label, {})
