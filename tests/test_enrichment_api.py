@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.support import Server
 
@@ -105,3 +107,67 @@ def test_project_exclusions_drop_with_a_reason(server: Server) -> None:
         headers={"Authorization": f"Bearer {p['keys']['secret']}"},
     )
     assert r.status_code == 400 and r.json()["error"]["field"] == "options.excludeAddresses"
+
+
+EDGE_HEADERS = {
+    "CF-IPCountry": "US",
+    "CF-Region-Code": "TX",
+    "CF-IPCity": "Austin",
+}
+
+
+@pytest.fixture(scope="module")
+def behind_edge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A server that trusts its loopback peer as the edge in front of it."""
+    srv = Server(
+        tmp_path_factory.mktemp("edge") / "data", env={"SVC_TRUSTED_PROXIES": "127.0.0.1/32"}
+    ).start()
+    yield srv
+    srv.stop()
+
+
+def test_a_trusted_edge_gives_country_region_and_city(behind_edge: Server) -> None:
+    p = behind_edge.create_project("edge-" + uuid.uuid4().hex[:8])
+    headers = {"Authorization": f"Bearer {p['keys']['public']}", "User-Agent": FIREFOX}
+    events = [
+        ({**EDGE_HEADERS, "X-Forwarded-For": "8.8.8.8"}, "/a"),  # the edge's own answer wins
+        ({"X-Vercel-IP-Country": "DE", "X-Vercel-IP-City": "M%C3%BCnchen"}, "/b"),
+        ({"CF-IPCountry": "FR", "CF-Region-Code": "not a code"}, "/c"),
+        ({"X-Forwarded-For": "8.8.8.8"}, "/d"),  # no edge header: the address (no city data)
+    ]
+    for extra, path in events:
+        r = httpx.post(
+            behind_edge.url + "/analytics",
+            json={"event": "page_view", "url": f"https://e.test{path}"},
+            headers={**headers, **extra},
+        )
+        assert r.status_code == 200, r.text
+    rows = {r["path"]: (r["country"], r["region"], r["city"]) for r in stored(behind_edge, p)}
+    assert rows == {
+        "/a": ("US", "US-TX", "Austin"),
+        "/b": ("DE", "", "München"),
+        "/c": ("FR", "", ""),
+        "/d": ("US", "", ""),
+    }
+    by_city = httpx.get(
+        behind_edge.url + "/metrics/breakdown",
+        params={"from": "2000-01-01", "by": "city", "filter": "region:is:US-TX"},
+        headers={"Authorization": f"Bearer {p['keys']['secret']}"},
+    ).json()
+    assert [(row["value"], row["visitors"]) for row in by_city["rows"]] == [("Austin", 1)]
+
+
+def test_edge_headers_from_an_untrusted_peer_are_ignored(server: Server) -> None:
+    p = server.create_project("no-edge-" + uuid.uuid4().hex[:8])
+    r = httpx.post(
+        server.url + "/analytics",
+        json={"event": "page_view", "url": "/"},
+        headers={
+            "Authorization": f"Bearer {p['keys']['public']}",
+            "User-Agent": FIREFOX,
+            **EDGE_HEADERS,
+        },
+    )
+    assert r.status_code == 200
+    ((row),) = stored(server, p)
+    assert (row["country"], row["region"], row["city"]) == ("", "", "")

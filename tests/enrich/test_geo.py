@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from svc.ingestion.enrich.geo import Geo, GeoLookup, country_from_headers
+from svc.ingestion.enrich.geo import Geo, GeoLookup, country_from_headers, geo_from_headers
 
 EMPTY = Geo("", "", "")
 
@@ -96,6 +96,54 @@ def test_lazy_load_on_first_lookup() -> None:
 )
 def test_country_from_headers(headers: dict[str, str], country: str) -> None:
     assert country_from_headers(headers) == country
+
+
+@pytest.mark.parametrize(
+    ("headers", "geo"),
+    [
+        (  # Cloudflare's visitor location headers
+            {
+                "cf-ipcountry": "US",
+                "cf-region-code": "TX",
+                "cf-region": "Texas",
+                "cf-ipcity": "Austin",
+            },
+            Geo("US", "US-TX", "Austin"),
+        ),
+        (  # Vercel: the city percent-encoded
+            {
+                "x-vercel-ip-country": "DE",
+                "x-vercel-ip-country-region": "BY",
+                "x-vercel-ip-city": "M%C3%BCnchen",
+            },
+            Geo("DE", "DE-BY", "München"),
+        ),
+        (  # CloudFront; UTF-8 read by the server as Latin-1
+            {
+                "cloudfront-viewer-country": "CH",
+                "cloudfront-viewer-country-region": "ZH",
+                "cloudfront-viewer-city": "Zürich".encode().decode("latin-1"),
+            },
+            Geo("CH", "CH-ZH", "Zürich"),
+        ),
+        ({"cf-ipcountry": "FR", "cf-ipcity": "Zürich"}, Geo("FR", "", "Zürich")),  # Latin-1 itself
+        ({"cf-ipcountry": "us", "cf-region-code": "us-ca"}, Geo("US", "US-CA", "")),
+        ({"cf-ipcountry": "US", "cf-region-code": "DE-BY"}, Geo("US", "", "")),  # another country's
+        ({"cf-ipcountry": "US", "cf-region-code": "TEXAS"}, Geo("US", "", "")),  # not a code
+        ({"cf-ipcountry": "US", "cf-ipcity": "x" * 101}, Geo("US", "", "")),
+        ({"cf-ipcountry": "US", "cf-ipcity": "Bad\nCity"}, Geo("US", "", "")),
+        ({"cf-ipcountry": "US", "cf-ipcity": "%ZZ%"}, Geo("US", "", "%ZZ%")),  # not encoded
+        # the region and city of the edge whose country counts, never another's
+        (
+            {"cf-ipcountry": "XX", "cf-ipcity": "Nowhere", "x-vercel-ip-country": "BR"},
+            Geo("BR", "", ""),
+        ),
+        ({"cf-ipcity": "Austin"}, None),
+        ({}, None),
+    ],
+)
+def test_geo_from_headers(headers: dict[str, str], geo: Geo | None) -> None:
+    assert geo_from_headers(headers) == geo
 
 
 def test_fast_path_agrees_with_public_lookup(geo: GeoLookup) -> None:

@@ -32,7 +32,7 @@ from svc.http.common import (
     runtime_of_app,
     to_thread,
 )
-from svc.ingestion.enrich.geo import country_from_headers
+from svc.ingestion.enrich.geo import geo_from_headers
 from svc.ingestion.pipeline import RequestContext
 from svc.meta.store import Project
 from svc.runtime import Runtime
@@ -89,15 +89,15 @@ async def handle(app: Any, scope: Scope, receive: Receive) -> tuple[int, RawHead
         peer = client[0] if client else ""
         proxies = state.proxies
         address = proxies.client_address(peer, forwarded) if forwarded else peer
-        edge_country = ""
+        edge_geo = None
         if proxies.networks and proxies.trusts(peer):
-            edge_country = country_from_headers(Headers(scope=scope))
+            edge_geo = geo_from_headers(Headers(scope=scope))
         ctx = RequestContext(
             project=project,
             key_kind="public" if principal.kind == "public" else "secret",
             address=address,
             user_agent=user_agent or "",
-            edge_country=edge_country,
+            edge_geo=edge_geo,
             received_ms=now_ms(),
         )
         result = await runtime.ingest.ingest(ctx, body)

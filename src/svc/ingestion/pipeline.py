@@ -91,7 +91,7 @@ class RequestContext:
     key_kind: str
     address: str
     user_agent: str
-    edge_country: str
+    edge_geo: Geo | None  # where a trusted edge located the request's client
     received_ms: int
     # Per-request memos (the events of a batch share them): ``received_ms`` as ClickHouse
     # text, and the visitor id of (salt, address, user agent) of this request.
@@ -310,8 +310,8 @@ class Pipeline:
         return None
 
     def locate(self, d: EventDraft) -> DropReason | None:
-        if d.ctx.edge_country and d.address == d.ctx.address:
-            d.geo = Geo(d.ctx.edge_country, "", "")
+        if d.ctx.edge_geo is not None and d.address == d.ctx.address:
+            d.geo = d.ctx.edge_geo
         elif d.address:
             d.geo = self.geo.lookup(d.address)
         return None

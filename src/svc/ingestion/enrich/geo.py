@@ -1,4 +1,4 @@
-"""Country (and, with city data, region and city) of a client address; edge country headers.
+"""Country (and, with city data, region and city) of a client address; edge location headers.
 
 Contract:
 
@@ -23,11 +23,18 @@ Contract:
   networks in it, a ready :class:`Geo` per country; ~0.6 µs (IPv4) to ~1.2 µs (IPv6) per
   new address, the same answers. geoip2fast's own tables are then released: the process
   keeps ~17 MiB for geo data instead of ~68 MiB.
-- :func:`country_from_headers` reads the country that a trusted edge already resolved:
-  ``cf-ipcountry`` (Cloudflare), ``x-vercel-ip-country`` (Vercel), ``cloudfront-viewer-country``
-  (CloudFront), in that order; ``XX``, ``ZZ``, ``T1`` (Tor) and other non-country codes are
-  ignored; ``''`` when none. Header names are lower case. Only call it for requests that
-  really came through that edge: a client can send these headers itself.
+- :func:`geo_from_headers` reads where a trusted edge already located the client, from the
+  first edge whose country header holds a country: ``cf-ipcountry`` (Cloudflare),
+  ``x-vercel-ip-country`` (Vercel), ``cloudfront-viewer-country`` (CloudFront), in that order;
+  ``XX``, ``ZZ``, ``T1`` (Tor) and other non-country codes are ignored; None when none. The
+  same edge's region and city headers, where it sends them, give the region as an ISO 3166-2
+  code (``US-TX``: ``cf-region-code``, ``x-vercel-ip-country-region``,
+  ``cloudfront-viewer-country-region``) and the city's name (``cf-ipcity``,
+  ``x-vercel-ip-city``, ``cloudfront-viewer-city``; percent-encoded and UTF-8 read as Latin-1
+  are decoded; at most 100 characters); a malformed one gives ``''``. Header names are lower
+  case. Only call it for requests that really came through that edge: a client can send
+  these headers itself. :func:`country_from_headers` is its country alone.
+- The region is an ISO 3166-2 code from city data as well (``<country>-<subdivision code>``).
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ import operator
 import re
 import socket
 import threading
+import urllib.parse
 from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -47,9 +55,24 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["EDGE_COUNTRY_HEADERS", "Geo", "GeoLookup", "country_from_headers"]
+__all__ = [
+    "EDGE_COUNTRY_HEADERS",
+    "EDGE_HEADERS",
+    "Geo",
+    "GeoLookup",
+    "country_from_headers",
+    "geo_from_headers",
+]
 
-EDGE_COUNTRY_HEADERS: Final = ("cf-ipcountry", "x-vercel-ip-country", "cloudfront-viewer-country")
+#: Per edge, in order of preference: its country, region code and city headers.
+EDGE_HEADERS: Final = (
+    ("cf-ipcountry", "cf-region-code", "cf-ipcity"),
+    ("x-vercel-ip-country", "x-vercel-ip-country-region", "x-vercel-ip-city"),
+    ("cloudfront-viewer-country", "cloudfront-viewer-country-region", "cloudfront-viewer-city"),
+)
+EDGE_COUNTRY_HEADERS: Final = tuple(headers[0] for headers in EDGE_HEADERS)
+_SUBDIVISION_RE: Final = re.compile(r"[A-Z0-9]{1,3}", re.ASCII)
+_CITY_MAX: Final = 100
 _NOT_COUNTRIES: Final = frozenset({"XX", "ZZ", "T1", "A1", "A2", "O1", "EU", "AP"})
 _IPV4_RE: Final = re.compile(r"\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}", re.ASCII)
 _COUNTRY_RE: Final = re.compile(r"[A-Z]{2}", re.ASCII)
@@ -195,7 +218,7 @@ class GeoLookup:
         city = getattr(found, "city", None)  # a CityDetail
         return Geo(
             country=country,
-            region=_text(getattr(city, "subdivision_name", "")),
+            region=_region(country, _text(getattr(city, "subdivision_code", ""))),
             city=_text(getattr(city, "name", "")),
         )
 
@@ -349,12 +372,52 @@ def _country_code(value: str) -> str:
     return ""
 
 
+def geo_from_headers(headers: Mapping[str, str]) -> Geo | None:
+    """Where a trusted edge located the client (see the module docstring); None when no
+    edge header names a country."""
+    for country_header, region_header, city_header in EDGE_HEADERS:
+        value = headers.get(country_header)
+        if not value:
+            continue
+        country = _country_code(value)
+        if not country:
+            continue
+        region = _region(country, headers.get(region_header) or "")
+        city = _city(headers.get(city_header) or "")
+        return Geo(country, region, city) if region or city else _country_only(country)
+    return None
+
+
 def country_from_headers(headers: Mapping[str, str]) -> str:
     """ISO country code set by a trusted edge (see the module docstring); '' when none."""
-    for name in EDGE_COUNTRY_HEADERS:
-        value = headers.get(name)
-        if value:
-            code = _country_code(value)
-            if code:
-                return code
-    return ""
+    geo = geo_from_headers(headers)
+    return geo.country if geo is not None else ""
+
+
+def _region(country: str, value: str) -> str:
+    """``<country>-<subdivision>`` from a subdivision code given bare (``TX``) or whole
+    (``US-TX``, which must be of ``country``); '' when it is not one."""
+    code = value.strip().upper()
+    prefix, dash, rest = code.partition("-")
+    if dash:
+        if prefix != country:
+            return ""
+        code = rest
+    return f"{country}-{code}" if _SUBDIVISION_RE.fullmatch(code) else ""
+
+
+def _city(value: str) -> str:
+    """A city's name from an edge header: percent-encoding and UTF-8 that the server read as
+    Latin-1 undone; '' for control characters or more than 100 characters."""
+    text = value.strip()
+    if not text:
+        return ""
+    with contextlib.suppress(UnicodeError):
+        text = text.encode("latin-1").decode("utf-8")
+    if "%" in text:
+        with contextlib.suppress(UnicodeError):
+            text = urllib.parse.unquote(text, errors="strict")
+    text = text.strip()
+    if len(text) > _CITY_MAX or not text.isprintable():
+        return ""
+    return text
