@@ -57,6 +57,21 @@ function countryLabel(code: string): JSX.Element {
   );
 }
 
+/** "US-TX" (an ISO 3166-2 code): the country's flag, then the code. */
+function regionLabel(code: string): JSX.Element {
+  const f = flag(code.slice(0, 2));
+  return (
+    <>
+      {f && (
+        <span class="flag" aria-hidden="true">
+          {f}
+        </span>
+      )}
+      {valueLabel("region", code)}
+    </>
+  );
+}
+
 function sourceLabel(v: string): string {
   return v === "direct" ? "Direct / None" : valueLabel("source", v);
 }
@@ -449,7 +464,7 @@ export function LocationsPanel(): JSX.Element | null {
       tabs={[
         { id: "map", label: "Map", custom: LazyMap },
         { id: "country", label: "Countries", by: "country", column: "Country", render: countryLabel },
-        { id: "region", label: "Regions", by: "region", column: "Region" },
+        { id: "region", label: "Regions", by: "region", column: "Region", render: regionLabel },
         { id: "city", label: "Cities", by: "city", column: "City" },
       ]}
     />
