@@ -43,8 +43,9 @@ const METRIC_LABELS: Record<string, string> = {
   avgSessionDuration: "Duration",
 };
 
-function countryLabel(code: string): JSX.Element {
-  const f = flag(code);
+/** `text` after the flag of `country` (an ISO 3166-1 code), when it has one. */
+function withFlag(country: string, text: string): JSX.Element {
+  const f = flag(country);
   return (
     <>
       {f && (
@@ -52,24 +53,18 @@ function countryLabel(code: string): JSX.Element {
           {f}
         </span>
       )}
-      {valueLabel("country", code)}
+      {text}
     </>
   );
 }
 
+function countryLabel(code: string): JSX.Element {
+  return withFlag(code, valueLabel("country", code));
+}
+
 /** "US-TX" (an ISO 3166-2 code): the country's flag, then the code. */
 function regionLabel(code: string): JSX.Element {
-  const f = flag(code.slice(0, 2));
-  return (
-    <>
-      {f && (
-        <span class="flag" aria-hidden="true">
-          {f}
-        </span>
-      )}
-      {valueLabel("region", code)}
-    </>
-  );
+  return withFlag(code.slice(0, 2), valueLabel("region", code));
 }
 
 function sourceLabel(v: string): string {
