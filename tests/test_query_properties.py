@@ -82,8 +82,14 @@ def test_sums_partitions_and_isolation(server: Server, events: list, noise: list
     no = read(server, key, "/metrics", filter="source:is_not:google")
     assert yes["sessions"] + no["sessions"] == total["sessions"]
     assert yes["pageviews"] + no["pageviews"] == total["pageviews"]
+    # (a filtered page breakdown adds up to the filtered total)
+    pages = read(server, key, "/metrics/breakdown", by="page", filter="source:is:google")["rows"]
+    assert sum(r["pageviews"] for r in pages) == yes["pageviews"]
     # ... and events for event dimensions
     yes = read(server, key, "/metrics", filter="page:is:/a")
     no = read(server, key, "/metrics", filter="page:is_not:/a")
     assert yes["events"] + no["events"] == total["events"]
     assert yes["pageviews"] + no["pageviews"] == total["pageviews"]
+    pages = read(server, key, "/metrics/breakdown", by="page", filter="page:is_not:/a")["rows"]
+    assert "/a" not in {r["value"] for r in pages}
+    assert sum(r["pageviews"] for r in pages) == no["pageviews"]

@@ -65,7 +65,7 @@ class QueryScope:
         self._session_conditions: list[str] = []  # over a session's events (GROUP BY)
         self._session_row_conditions: list[str] = []  # over a row of the sessions table
         self._edges: Sequence[Sequence[Any]] | None = None  # see load_edges
-        self._crossing: list[int] = []  # see load_edges
+        self._crossing: list[int] | None = None  # see _load_crossing
         self._page_edges: Sequence[Sequence[Any]] | None = None  # see load_page_edges
         self.rolled_days: list[tuple[date, int]] = []  # see load_rollups
         for i, f in enumerate(self.filters):
@@ -187,11 +187,9 @@ class QueryScope:
         small queries) so that the session rows correct them by value instead of by a join:
         much cheaper. Returns self."""
         if self._edges is None and self.from_tables:
-            crossing = [int(r[0]) for r in store.query(self._crossing_sql(), self.params)]
-            self._crossing = crossing
+            crossing = self._load_crossing(store)
             rows: Sequence[Sequence[Any]] = []
             if crossing:
-                self.params["crossing"] = crossing
                 rows = store.query(self._outside_sql("{crossing:Array(UInt64)}"), self.params)
             self._edges = rows
             self.params.update(
@@ -201,10 +199,18 @@ class QueryScope:
             )
         return self
 
+    def _load_crossing(self, store: EventStore) -> list[int]:
+        """The ids of the sessions that cross an end of the range (read once)."""
+        if self._crossing is None:
+            self._crossing = [int(r[0]) for r in store.query(self._crossing_sql(), self.params)]
+            self.params["crossing"] = self._crossing
+        return self._crossing
+
     def load_page_edges(self, store: EventStore) -> QueryScope:
         """For :meth:`page_rows`: the page views outside the range of the sessions that cross
-        an end of it, per (session, page), read like :meth:`load_edges` (which it calls)."""
-        self.load_edges(store)
+        an end of it, per (session, page), read like :meth:`load_edges` (the sessions' own
+        counts outside the range are not needed there). Returns self."""
+        self._load_crossing(store)
         if self._page_edges is None:
             rows: Sequence[Sequence[Any]] = []
             if self._crossing:
@@ -222,11 +228,13 @@ class QueryScope:
         return self
 
     def page_rows(self) -> str:
-        """One row per (session, page) with page views in the range, for the session rows
-        (:meth:`sessions`, no event filters): ``value`` (the path), ``pv`` and ``ev`` (its page
-        views in the range), and the session row's ``visitor``, ``all_pv``, ``all_ev`` and
-        ``dur``, the columns :data:`SESSION_AGGREGATES` reads. From the (session, page) table:
-        no grouping of events by session. Call :meth:`load_page_edges` first."""
+        """One row per (session, page) with page views in the range that passes the filters:
+        ``value`` (the path), ``pv`` and ``ev`` (its page views in the range), and the
+        session's ``visitor``, ``all_pv``, ``all_ev`` and ``dur``, the columns
+        :data:`SESSION_AGGREGATES` reads. From the (session, page) table, whose rows the page
+        filters select, joined to the sessions table's rows that pass the session filters
+        (:meth:`_whole_sessions`): no grouping of events by session. Call
+        :meth:`load_page_edges` first."""
         assert self.from_tables and self._page_edges is not None
         t0, t1 = "{start:DateTime64(3, 'UTC')}", "{end:DateTime64(3, 'UTC')}"
         outside = (
@@ -247,7 +255,7 @@ class QueryScope:
         rows = (
             f"SELECT p.path AS value, s.visitor AS visitor, p.pageviews - {outside} AS pv, "
             "s.all_pv AS all_pv, s.all_ev AS all_ev, s.dur AS dur "
-            f"FROM ({pages}) AS p INNER JOIN ({self.sessions()}) AS s "
+            f"FROM ({pages}) AS p INNER JOIN ({self._whole_sessions()}) AS s "
             "ON s.session_id = p.session_id AND s.session_day = p.session_day"
         )
         return f"SELECT *, pv AS ev FROM ({rows}) WHERE pv > 0"
@@ -291,6 +299,30 @@ class QueryScope:
             "AND version = transform(session_day, {rolled_days:Array(Date)}, "
             "{rolled_versions:Array(UInt64)}, toUInt64(0)) "
             "GROUP BY dimension, value"
+        )
+
+    def _whole_sessions(self) -> str:
+        """For :meth:`page_rows`: the sessions table's rows in the range that pass the session
+        filters, with their whole-session figures. Neither the page filters (the page rows
+        carry them) nor the counts outside the range (a page row with page views in the range
+        has them) are applied here: the page rows decide which sessions count."""
+        self._bind_edges()
+        t0, t1 = "{start:DateTime64(3, 'UTC')}", "{end:DateTime64(3, 'UTC')}"
+        where = [
+            "s.project_id = {project:String}",
+            "s.session_day BETWEEN {day0:Date} AND {day1:Date}",
+            f"s.last_ts >= {t0}",
+            f"s.first_ts < {t1}",
+            *(f"({c})" for c in self._session_row_conditions),
+        ]
+        if self.rolled_days:  # read from the rollups instead
+            where.append("s.session_day NOT IN {rolled_days:Array(Date)}")
+        return (
+            "SELECT s.session_id AS session_id, s.session_day AS session_day, "
+            "s.visitor_id AS visitor, s.pageviews AS all_pv, s.events AS all_ev, "
+            "s.first_ts AS first_ts, s.last_ts AS last_ts, "
+            "dateDiff('millisecond', s.first_ts, s.last_ts) AS dur "
+            f"FROM sessions AS s FINAL WHERE {' AND '.join(where)}"
         )
 
     def _sessions_from_table(self, extra: dict[str, Dimension]) -> str:
