@@ -16,19 +16,21 @@ from tests.test_metrics_golden import DAY, UA, at
 REFERRERS = [None, "https://www.google.com/", "https://bing.com/", "https://acme.test/x"]
 events_strategy = st.lists(
     st.builds(
-        lambda visitor, minute, name, path, ref: {
+        lambda visitor, minute, name, path, ref, plan: {
             "event": name,
             "url": f"https://acme.test{path}",
             "ts": at(0, minute),
             "ip": f"10.9.0.{visitor}",
             "userAgent": UA.format(visitor),
             **({"referrer": ref} if ref else {}),
+            **({"properties": {"plan": plan}} if plan else {}),
         },
         visitor=st.integers(1, 6),
         minute=st.integers(0, 600),
         name=st.sampled_from(["page_view", "page_view", "signup"]),
         path=st.sampled_from(["/", "/a", "/b"]),
         ref=st.sampled_from(REFERRERS),
+        plan=st.sampled_from([None, None, "pro", "free"]),
     ),
     min_size=1,
     max_size=40,
@@ -73,6 +75,9 @@ def test_sums_partitions_and_isolation(server: Server, events: list, noise: list
     assert sum(r["pageviews"] for r in by_page) == total["pageviews"]
     by_event = read(server, key, "/metrics/breakdown", by="event")["rows"]
     assert sum(r["events"] for r in by_event) == total["events"]
+    assert sum(r["pageviews"] for r in by_event) == total["pageviews"]
+    by_plan = read(server, key, "/metrics/breakdown", by="prop:plan")["rows"]
+    assert sum(r["events"] for r in by_plan) == sum("properties" in e for e in events)
     series = read(server, key, "/metrics/timeseries", interval="hour")["points"]
     assert sum(p["pageviews"] for p in series) == total["pageviews"]
     assert sum(p["sessions"] for p in series) == total["sessions"]
@@ -93,3 +98,19 @@ def test_sums_partitions_and_isolation(server: Server, events: list, noise: list
     pages = read(server, key, "/metrics/breakdown", by="page", filter="page:is_not:/a")["rows"]
     assert "/a" not in {r["value"] for r in pages}
     assert sum(r["pageviews"] for r in pages) == no["pageviews"]
+    # (the events that name or carry something are read from report_events; their negations
+    # from every event: two ways that must agree)
+    for flt, negation in (
+        ("event:is:signup", "event:is_not:signup"),
+        ("prop:plan:is:pro", "prop:plan:is_not:pro"),
+    ):
+        yes = read(server, key, "/metrics", filter=flt)
+        no = read(server, key, "/metrics", filter=negation)
+        assert yes["events"] + no["events"] == total["events"]
+        assert yes["pageviews"] + no["pageviews"] == total["pageviews"]
+        series = read(server, key, "/metrics/timeseries", interval="hour", filter=flt)["points"]
+        assert sum(p["events"] for p in series) == yes["events"]
+        by_name = read(server, key, "/metrics/breakdown", by="event", filter=flt)["rows"]
+        assert sum(r["events"] for r in by_name) == yes["events"]
+        by_source = read(server, key, "/metrics/breakdown", by="source", filter=flt)["rows"]
+        assert sum(r["sessions"] for r in by_source) == yes["sessions"]

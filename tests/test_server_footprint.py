@@ -10,10 +10,14 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import httpx
 
+from svc.settings import Settings
+from svc.storage.events import HEAVY_READ_S, READS_IDLE_S, EventStore
 from tests.support import Server
 
 DATA_FRAME_LIBRARIES = ("pandas", "pyarrow", "numpy")
@@ -75,3 +79,32 @@ def test_the_store_inserts_and_reads_without_data_frame_libraries() -> None:
         [sys.executable, "-c", _STORE_ROUND_TRIP], capture_output=True, text=True, check=True
     )
     assert out.stdout.strip().splitlines()[-1:] in ([], [""])
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_memory_a_heavy_read_freed_is_handed_back_at_the_pause(tmp_path: Path) -> None:
+    """The embedded engine's allocator keeps what a big read freed; the store hands it back
+    once reads pause (EventStore.release_memory_after_read), not between reads of a burst."""
+    store = EventStore(Settings(data_dir=tmp_path / "data"))
+    try:
+        store.query("SELECT 1")
+        before = _rss_mb()
+        store.query("SELECT uniqExact(number) FROM numbers(30000000)")
+        held = _rss_mb()
+        assert held - before > 200  # the sets of 30M numbers, freed but kept
+        store.release_memory_after_read(HEAVY_READ_S)
+        store.release_memory_after_read(HEAVY_READ_S)  # one release for the burst
+        time.sleep(READS_IDLE_S / 2)
+        assert _rss_mb() > held - 200  # not yet: reads may follow
+        time.sleep(READS_IDLE_S / 2 + 1.0)
+        assert _rss_mb() < before + 100  # (left alone, the allocator gives back ~15 % a second)
+        assert store.query("SELECT 2") == [(2,)]  # and it goes on
+    finally:
+        store.close()

@@ -212,12 +212,12 @@ rows = store.query("SELECT project_id, toString(session_day), toString(session_i
 types = store.query("SELECT DISTINCT type FROM system.columns WHERE database = currentDatabase() "
                     "AND table IN ('events', 'report_events', 'session_pages') AND name = 'path'")
 print(json.dumps({"rows": [list(r) for r in rows], "path_types": [t for t, in types]}))
-if sys.argv[2] == "undo":  # back to the store as it was before migrations 4 to 7
+if sys.argv[2] == "undo":  # back to the store as it was before migrations 4 to 8
     store.client.command("ALTER TABLE events MODIFY COLUMN path String")
     for table in ("session_pages", "event_hours", "report_events"):
         store.client.command(f"DROP VIEW {table}_mv")
         store.client.command(f"DROP TABLE {table}")
-    store.client.command("DELETE FROM svc_migrations WHERE version IN (4, 5, 6, 7)")
+    store.client.command("DELETE FROM svc_migrations WHERE version IN (4, 5, 6, 7, 8)")
 store.close()
 """
 
@@ -260,17 +260,25 @@ def test_derived_tables_of_older_stores_are_rebuilt_by_the_migrations(
         ("/metrics/breakdown", both),
         ("/metrics/timeseries", {"from": D0, "to": D1, "interval": "hour"}),
         ("/metrics/revenue", {"from": D0, "to": D1}),
+        ("/metrics", {"from": D0, "to": D1, "filter": "event:is:click"}),
     ]
     before = [get(srv, p, path, **args) for path, args in asked]
     assert before[2]["currencies"][0]["revenue"] == 12.5
+    assert before[3]["events"] == 1
     srv.stop()
     written = _session_pages(srv, "undo")
     assert ["/b", 1, 2] in [r[3:] for r in written]  # X's page view and click on /b
     assert len(written) == 6
-    srv.start()  # migrations 4 to 7 again, with the rebuilds from the events
+    srv.start()  # migrations 4 to 8 again, with the rebuilds from the events
     assert [get(srv, p, path, **args) for path, args in asked] == before
     srv.stop()
     assert _session_pages(srv) == written
+    # and the report events' view takes every custom event from then on (migration 8)
+    srv.start()
+    click = {**ev(21, at(0, 16), name="click", path="/b"), "ip": "10.0.1.21"}
+    assert srv.send(p["keys"]["secret"], [click]).json()["accepted"] == 1
+    srv.wait_loaded()
+    assert get(srv, p, asked[3][0], **asked[3][1])["events"] == 2
 
 
 def test_page_filters_read_the_session_pages(server: Server, edges: dict) -> None:
@@ -322,3 +330,85 @@ def test_time_series_from_the_hourly_table_equal_the_events(server: Server, edge
             ], (tz, interval)
     days = get(server, edges, "/metrics/timeseries", interval="day", tz="UTC", **both)
     assert [(p["pageviews"], p["visitors"]) for p in days["points"]] == [(2, 2), (4, 3)]
+
+
+# By hand, from visitor addresses 10.0.2.x, beside the page views of EDGE_EVENTS:
+#   X: visitor 21 crosses midnight; it clicks at 23:55 on PREV ({"plan": "pro"}) and signs up
+#      at 00:12 on DAY ({"plan": "pro"})
+#   Y: visitor 22 signs up at 09:01 on DAY ({"plan": "free"}): no longer a bounce
+#   W: visitor 24, one page view carrying {"plan": "pro"} at 11:00 on DAY: a bounce
+REPORTED_EVENTS = [
+    ev(21, at(23, 55, PREV), name="click", path="/a", properties={"plan": "pro"}),
+    ev(21, at(0, 12), name="signup", path="/b", properties={"plan": "pro"}),
+    ev(22, at(9, 1), name="signup", path="/y", properties={"plan": "free"}),
+    ev(24, at(11, 0), path="/w", properties={"plan": "pro"}),
+]
+
+
+@pytest.fixture(scope="module")
+def reported(server: Server) -> dict[str, Any]:
+    p = server.create_project("reported-" + uuid.uuid4().hex[:8], domains=["acme.test"])
+    events = [
+        {**e, "ip": e["ip"].replace("10.0.0.", "10.0.2.")} for e in EDGE_EVENTS + REPORTED_EVENTS
+    ]
+    r = server.send(p["keys"]["secret"], sorted(events, key=lambda e: e["ts"]))
+    assert r.status_code == 200 and r.json()["accepted"] == len(events), r.text
+    server.wait_loaded()
+    return p
+
+
+def test_reported_event_filters_and_breakdowns_read_report_events(
+    server: Server, reported: dict
+) -> None:
+    """Filters that only custom events and events with properties pass, and breakdowns by
+    event name or property, read report_events and the sessions table; over a range no
+    session crosses, the events path gives the same answers, and over one that a session
+    crosses, the events in the range count and the session is taken whole."""
+    both = {"from": D0, "to": D1}
+    # each filter, and one that keeps the same events but plain page views might pass (a
+    # regular expression), which takes the events path
+    for flt, same in (
+        ("event:is:signup", "event:matches:^signup$"),
+        ("event:is:click", "event:matches:^click$"),
+        ("prop:plan:is:pro", "prop:plan:matches:^pro$"),
+        ("prop:plan:contains:R", "prop:plan:matches:(?i)r"),
+    ):
+        table = get(server, reported, "/metrics", filter=flt, **both)
+        events = get(server, reported, "/metrics", filter=same, **both)
+        for key in ("pageviews", "sessions", "visitors", "events", "bounceRate", "trafficSources"):
+            assert table[key] == events[key], (flt, key)
+        for by in ("source", "event", "page", "prop:plan"):
+            args = {**both, "by": by, "order": "value"}
+            table_rows = get(server, reported, "/metrics/breakdown", filter=flt, **args)
+            event_rows = get(server, reported, "/metrics/breakdown", filter=same, **args)
+            assert table_rows == event_rows, (flt, by)
+        series = get(server, reported, "/metrics/timeseries", filter=flt, interval="day", **both)
+        assert sum(p["events"] for p in series["points"]) == table["events"], flt
+    args = {**both, "by": "event", "order": "value"}
+    table_rows = get(server, reported, "/metrics/breakdown", **args)
+    assert table_rows == get(server, reported, "/metrics/breakdown", filter=EVENTS_PATH, **args)
+    names = get(server, reported, "/metrics/breakdown", by="event", order="value", **both)
+    assert [(r["value"], r["sessions"], r["events"]) for r in names["rows"]] == [
+        ("click", 1, 1),
+        ("page_view", 4, 7),
+        ("signup", 2, 2),
+    ]
+    plans = get(server, reported, "/metrics/breakdown", by="prop:plan", order="value", **both)
+    assert [
+        (r["value"], r["sessions"], r["pageviews"], r["bounceRate"]) for r in plans["rows"]
+    ] == [
+        ("free", 1, 0, "0.0%"),
+        ("pro", 2, 1, "50.0%"),  # X (no bounce) and W (a bounce)
+    ]
+    # DAY alone: X's click on PREV is outside the range, its signup inside; X is taken whole
+    day = {"from": D1, "to": D1}
+    signups = get(server, reported, "/metrics", filter="event:is:signup", **day)
+    assert (signups["sessions"], signups["events"], signups["pageviews"]) == (2, 2, 0)
+    assert signups["trafficSources"] == {"bing": 1, "reddit": 1}
+    names = get(server, reported, "/metrics/breakdown", by="event", order="value", **day)
+    assert [(r["value"], r["events"]) for r in names["rows"]] == [
+        ("page_view", 5),
+        ("signup", 2),
+    ]
+    clicks = get(server, reported, "/metrics", filter="event:is:click", **day)
+    assert (clicks["sessions"], clicks["events"]) == (0, 0)

@@ -7,6 +7,7 @@ filters), call one query function in a worker thread, answer its JSON.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -72,7 +73,9 @@ async def _read(
     try:
         principal = await principal_of(request)
         project = await project_for_read(request, principal)
+        started = time.monotonic()
         body = await asyncio.to_thread(query, runtime.store, project, request)
+        runtime.store.release_memory_after_read(time.monotonic() - started)
     except ApiError as exc:
         return error_response(exc)
     body.setdefault("projectId", project.id)

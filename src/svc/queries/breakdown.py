@@ -90,27 +90,35 @@ def breakdown_sql(scope: QueryScope, dim: Dimension, page: Page) -> str:
 
 
 def _table_rows(scope: QueryScope, dim: Dimension) -> str | None:
-    """The rows a breakdown by ``dim`` aggregates by value when they come from the sessions
-    table (one per session, or per session and page for the page dimension), or None when
-    they come from the events (a filter on an event dimension other than the page, other event
-    dimensions)."""
+    """The rows a breakdown by ``dim`` aggregates by value when they come from the tables:
+    one per session (session dimensions), per session and page (the page, from the session
+    pages), per session and value of the reported events (the events but plain page views,
+    from ``report_events``: a custom property, or filters that only they pass), or the page
+    views of the sessions and the other events by name (the event name). None when they come
+    from the events (the hostname, or filters on event dimensions that plain page views may
+    pass)."""
     if dim.level == "session":
         return scope.sessions({"value": dim})
+    if scope.reported_events_only(dim):
+        return scope.reported_rows(dim)
     if dim.name == "page" and scope.from_tables:
         return scope.page_rows()
+    if dim.name == "event" and scope.from_tables:
+        return scope.event_name_rows(dim)
     return None
 
 
 def query_breakdown(
     store: EventStore, scope: QueryScope, dim: Dimension, page: Page
 ) -> dict[str, Any]:
-    if dim.level == "session":
+    rolled_up = dim.level == "session" or dim.name == "page"  # (dimensions of the rollups)
+    if dim.level == "session" or (dim.name == "event" and scope.from_tables):
         scope.load_edges(store)
-    elif dim.name == "page" and scope.from_tables:
+    elif dim.name == "page" and scope.from_tables and not scope.reported_events_only(dim):
         scope.load_page_edges(store)
-    else:  # the events path
-        return _result(store.query_named(breakdown_sql(scope, dim, page), scope.params), dim, page)
-    if scope.load_rollups(store):  # none with filters
+    else:  # reported events count those in the range themselves; or the events path
+        rolled_up = False
+    if rolled_up and scope.load_rollups(store):  # none with filters
         return _from_rollups(store, scope, dim, page)
     return _result(store.query_named(breakdown_sql(scope, dim, page), scope.params), dim, page)
 

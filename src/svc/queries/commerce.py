@@ -1,8 +1,9 @@
 """Revenue from ``purchase`` events (GA4 shape: ``value``, ``currency``, ``transaction_id``,
 ``items``), and errors from ``exception`` events (``description``, ``fatal``).
 
-Both read ``report_events``, the copy of those events alone (storage/migrations/006), with the
-same WHERE as over the events: the same answers, without reading every event's properties."""
+Both read ``report_events``, the copy of the events other than plain page views
+(storage/migrations/006 and 008), with the same WHERE as over the events: the same answers,
+without reading every event's properties."""
 
 from __future__ import annotations
 

@@ -26,6 +26,22 @@ class Filter:
     values: tuple[str, ...]
     params: tuple[tuple[str, str], ...]  # the dimension's own bound parameters
 
+    @property
+    def selects_reported_events(self) -> bool:
+        """Whether every event this filter keeps is in ``report_events`` (every event but a
+        page view without properties): it names events other than ``page_view``, or asks
+        for a custom property's value to be one or contain one."""
+        name = self.dimension.name
+        if name == "event":
+            if self.op == "is":
+                return "page_view" not in self.values
+            return self.op == "contains" and self.values[0].lower() not in "page_view"
+        if name.startswith("prop:"):
+            if self.op == "is":
+                return "" not in self.values
+            return self.op == "contains" and self.values[0] != ""
+        return False
+
     def condition(self, expr: str, param: str) -> tuple[str, dict[str, object]]:
         """SQL condition on ``expr`` with the value bound as ``param``."""
         op = self.op

@@ -103,10 +103,22 @@ class QueryScope:
 
     @property
     def from_tables(self) -> bool:
-        """Whether the session rows come from the sessions table (and the session pages):
-        no filter on an event dimension other than the page (the session pages say which
-        sessions have a matching page, and how many)."""
-        return all(f.dimension.name == "page" for f in self.filters if f.dimension.level == "event")
+        """Whether the session rows come from the sessions table: no filter on an event
+        dimension other than the page (the session pages say which sessions have a matching
+        page, and how many), or event filters that only custom events and events with
+        properties pass (``report_events`` says which sessions have one)."""
+        return self.reported_events_only() or all(
+            f.dimension.name == "page" for f in self.filters if f.dimension.level == "event"
+        )
+
+    def reported_events_only(self, dim: Dimension | None = None) -> bool:
+        """Whether every event that the event filters keep (and, in a breakdown by ``dim``,
+        that has a value of it) is in ``report_events``: every event but a page view without
+        properties (storage/migrations/008). Then those events are read from that table,
+        a seventh of the events, instead of from all of them."""
+        if dim is not None and dim.name.startswith("prop:"):
+            return True
+        return any(f.selects_reported_events for f in self.filters)
 
     @property
     def has_filters(self) -> bool:
@@ -187,7 +199,8 @@ class QueryScope:
         small queries) so that the session rows correct them by value instead of by a join:
         much cheaper. Returns self."""
         if self._edges is None and self.from_tables:
-            crossing = self._load_crossing(store)
+            # with reported events the session rows count the events in the range themselves
+            crossing = [] if self.reported_events_only() else self._load_crossing(store)
             rows: Sequence[Sequence[Any]] = []
             if crossing:
                 rows = store.query(self._outside_sql("{crossing:Array(UInt64)}"), self.params)
@@ -260,6 +273,47 @@ class QueryScope:
         )
         return f"SELECT *, pv AS ev FROM ({rows}) WHERE pv > 0"
 
+    def reported_sessions(self) -> str:
+        """Per session with a reported event in the range that passes the event filters
+        (:meth:`reported_events_only`): ``session_day``, ``session_id``, and those events'
+        page views ``pv`` and count ``ev``."""
+        return (
+            "SELECT toDate(session_start) AS session_day, session_id, "
+            "countIf(name = 'page_view') AS pv, count() AS ev FROM report_events "
+            f"WHERE {self.range_where} AND {self.event_filter} GROUP BY session_day, session_id"
+        )
+
+    def reported_rows(self, dim: Dimension, only: str = "1") -> str:
+        """For a breakdown by the event dimension ``dim`` when :meth:`reported_events_only`:
+        one row per (session, value) of the events in the range that pass the event filters,
+        have a value (``dim.rows``) and meet ``only``, with their page views ``pv`` and count
+        ``ev``, and the session's ``visitor``, ``all_pv``, ``all_ev`` and ``dur`` (whole, as in
+        :meth:`page_rows`): the columns :data:`SESSION_AGGREGATES` reads."""
+        rows = (
+            f"SELECT toDate(session_start) AS session_day, session_id, {dim.column} AS value, "
+            "countIf(name = 'page_view') AS pv, count() AS ev FROM report_events "
+            f"WHERE {self.range_where} AND {self.event_filter} AND ({dim.rows}) AND ({only}) "
+            "GROUP BY session_day, session_id, value"
+        )
+        return (
+            "SELECT p.value AS value, s.visitor AS visitor, p.pv AS pv, p.ev AS ev, "
+            "s.all_pv AS all_pv, s.all_ev AS all_ev, s.dur AS dur "
+            f"FROM ({self._whole_sessions()}) AS s INNER JOIN ({rows}) AS p "
+            "ON p.session_id = s.session_id AND p.session_day = s.session_day"
+        )
+
+    def event_name_rows(self, dim: Dimension) -> str:
+        """For a breakdown by event name (``dim``) from the tables without reported-event
+        filters: the ``page_view`` row of every session with page views in the range that
+        passes the filters (:meth:`sessions`), and the rows of the other events from
+        ``report_events`` (:meth:`reported_rows`). Call :meth:`load_edges` first."""
+        views = (
+            "SELECT 'page_view' AS value, visitor, toUInt64(pv) AS pv, toUInt64(pv) AS ev, "
+            f"all_pv, all_ev, dur FROM ({self.sessions()}) WHERE pv > 0"
+        )
+        others = self.reported_rows(dim, only="name != 'page_view'")
+        return f"{views} UNION ALL {others}"
+
     def load_rollups(self, store: EventStore) -> list[tuple[date, int]]:
         """The rolled-up days (svc.storage.rollups) wholly inside the range, with their
         current versions, for a report without filters; the session rows then leave them
@@ -330,7 +384,14 @@ class QueryScope:
         t0, t1 = "{start:DateTime64(3, 'UTC')}", "{end:DateTime64(3, 'UTC')}"
         pv, ev = "s.pageviews", "s.events"
         source = "sessions AS s FINAL"
-        if self._event_conditions:  # page filters: the sessions with a matching page
+        in_range = False  # whether pv and ev count the events in the range alone already
+        if self.reported_events_only():  # the sessions with a matching reported event
+            source += (
+                f" INNER JOIN ({self.reported_sessions()}) AS m "
+                "ON m.session_id = s.session_id AND m.session_day = s.session_day"
+            )
+            pv, ev, in_range = "m.pv", "m.ev", True
+        elif self._event_conditions:  # page filters: the sessions with a matching page
             days = "session_day BETWEEN {day0:Date} AND {day1:Date}"
             matching = (  # FINAL: merged rows come in key order (aggregated in order)
                 "SELECT session_day, session_id, sum(pageviews) AS pv, sum(events) AS ev "
@@ -342,7 +403,9 @@ class QueryScope:
                 "ON m.session_id = s.session_id AND m.session_day = s.session_day"
             )
             pv, ev = "m.pv", "m.ev"
-        if self._edges is None:  # not loaded: join the crossing sessions' counts
+        if in_range:
+            opv = oev = "toUInt64(0)"
+        elif self._edges is None:  # not loaded: join the crossing sessions' counts
             outside = self._outside_sql(f"({self._crossing_sql()})")
             source += f" LEFT JOIN ({outside}) AS o ON o.session_id = s.session_id"
             opv, oev = "o.opv", "o.oev"

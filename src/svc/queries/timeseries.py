@@ -77,11 +77,12 @@ def query_timeseries(store: EventStore, scope: QueryScope, interval: str) -> dic
             "WHERE project_id = {project:String} AND hour >= {start:DateTime64(3, 'UTC')} "
             "AND hour < {end:DateTime64(3, 'UTC')} GROUP BY bucket)"
         )
-    else:
+    else:  # the events that pass the filters: all of them are reported events, or not
+        table = "report_events" if scope.reported_events_only() else "events"
         event_sql = (
             f"SELECT {label} AS time, * FROM (SELECT {bucket.format(t='ts')} AS bucket, "
             "countIf(name = 'page_view') AS pageviews, count() AS events, "
-            f"uniqExact(visitor_id) AS visitors FROM events WHERE {scope.events_where()} "
+            f"uniqExact(visitor_id) AS visitors FROM {table} WHERE {scope.events_where()} "
             "GROUP BY bucket)"
         )
     start = "greatest(first_ts, {start:DateTime64(3, 'UTC')})"
