@@ -381,6 +381,8 @@ def endpoints(days: int, end_day: str, start_day: str) -> list[tuple[str, str]]:
         ("breakdown by device", q("/metrics/breakdown", by="device")),
         ("breakdown by event name", q("/metrics/breakdown", by="event")),
         ("breakdown by property plan", q("/metrics/breakdown", by="prop:plan")),
+        ("breakdown by hostname", q("/metrics/breakdown", by="hostname")),
+        ("metrics, filter event is not signup", q("/metrics", filter=["event:is_not:signup"])),
     ]
 
 

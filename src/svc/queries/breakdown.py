@@ -66,58 +66,41 @@ def breakdown_sql(scope: QueryScope, dim: Dimension, page: Page) -> str:
         f"LIMIT {{{scope.bind('limit', page.limit)}:UInt32}} "
         f"OFFSET {{{scope.bind('offset', page.offset)}:UInt32}}"
     )
-    table_rows = _table_rows(scope, dim)
-    if table_rows is not None:
-        return (
-            f"SELECT value, {SESSION_AGGREGATES}, count() OVER () AS total_rows "
-            f"FROM ({table_rows}) GROUP BY value {tail}"
-        )
-    # One pass over the events: each session with a map of its values to their page views
-    # and events (sumMap), spread into rows by ARRAY JOIN. No join, one GROUP BY session.
-    cond = f"({scope.event_filter}) AND ({dim.rows})"
-    per_value = f"sumMapIf([{dim.column}], [toUInt64(name = 'page_view')], [toUInt64(1)], {cond})"
-    sessions = scope.sessions(event_aggregates={"by_value": per_value})
     return (
-        "SELECT value, uniqExact(visitor) AS visitors, count() AS sessions, "
-        "sum(value_pv) AS pageviews, sum(value_ev) AS events, "
-        "countIf(all_pv = 1 AND all_ev = 1) AS bounces, "
-        "countIf(all_pv > 0) AS sessions_with_pv, sum(dur) AS duration_ms, "
-        "count() OVER () AS total_rows "
-        f"FROM ({sessions}) "
-        "ARRAY JOIN by_value.1 AS value, by_value.2 AS value_pv, by_value.3 AS value_ev "
-        f"GROUP BY value {tail}"
+        f"SELECT value, {SESSION_AGGREGATES}, count() OVER () AS total_rows "
+        f"FROM ({_rows(scope, dim)}) GROUP BY value {tail}"
     )
 
 
-def _table_rows(scope: QueryScope, dim: Dimension) -> str | None:
-    """The rows a breakdown by ``dim`` aggregates by value when they come from the tables:
-    one per session (session dimensions), per session and page (the page, from the session
-    pages), per session and value of the reported events (the events but plain page views,
-    from ``report_events``: a custom property, or filters that only they pass), or the page
-    views of the sessions and the other events by name (the event name). None when they come
-    from the events (the hostname, or filters on event dimensions that plain page views may
-    pass)."""
+def _rows(scope: QueryScope, dim: Dimension) -> str:
+    """The rows a breakdown by ``dim`` aggregates by value: one per session (a session
+    dimension); per session and page (the page with no filter on other event dimensions: the
+    session pages); the page views of the sessions and the other events by name (the event
+    name, likewise); else per session and value of the events that pass the filters, from
+    ``report_events`` when they are all in it (a custom property, filters on event names or
+    properties), or from the events."""
     if dim.level == "session":
         return scope.sessions({"value": dim})
-    if scope.reported_events_only(dim):
-        return scope.reported_rows(dim)
-    if dim.name == "page" and scope.from_tables:
+    if dim.name == "page" and scope.pages_only and not scope.reported_events_only(dim):
         return scope.page_rows()
-    if dim.name == "event" and scope.from_tables:
+    if dim.name == "event" and scope.pages_only:
         return scope.event_name_rows(dim)
-    return None
+    return scope.event_rows(dim)
 
 
 def query_breakdown(
     store: EventStore, scope: QueryScope, dim: Dimension, page: Page
 ) -> dict[str, Any]:
-    rolled_up = dim.level == "session" or dim.name == "page"  # (dimensions of the rollups)
-    if dim.level == "session" or (dim.name == "event" and scope.from_tables):
+    rolled_up = False  # the rollups hold the session dimensions and the page
+    if dim.level == "session":
         scope.load_edges(store)
-    elif dim.name == "page" and scope.from_tables and not scope.reported_events_only(dim):
+        rolled_up = True
+    elif dim.name == "page" and scope.pages_only and not scope.reported_events_only(dim):
         scope.load_page_edges(store)
-    else:  # reported events count those in the range themselves; or the events path
-        rolled_up = False
+        rolled_up = True
+    elif dim.name == "event" and scope.pages_only:
+        scope.load_edges(store)
+    # (the other rows count the events in the range themselves)
     if rolled_up and scope.load_rollups(store):  # none with filters
         return _from_rollups(store, scope, dim, page)
     return _result(store.query_named(breakdown_sql(scope, dim, page), scope.params), dim, page)
@@ -150,7 +133,7 @@ def _from_rollups(
         for k in (*_SUMMED, "visitors"):
             t[k] += int(row[k])
 
-    rest = f"SELECT value, {SESSION_AGGREGATES} FROM ({_table_rows(scope, dim)}) GROUP BY value"
+    rest = f"SELECT value, {SESSION_AGGREGATES} FROM ({_rows(scope, dim)}) GROUP BY value"
     rest_rows, rolled_rows = store.query_named_together(
         (rest, scope.params), (scope.rollup_sql([dim.name]), scope.params)
     )
