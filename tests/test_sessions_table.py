@@ -112,7 +112,10 @@ def test_daily_rollups_give_the_same_answers(fresh_server: Server) -> None:
     srv.env["SVC_ROLLUP_INTERVAL_SECONDS"] = "0.2"
     srv.start()
     p = srv.create_project("rolled", domains=["acme.test"])
-    events = [{**e, "ip": e["ip"].replace("10.0.0.", "10.0.1.")} for e in EDGE_EVENTS]
+    events = [
+        {**e, "ip": e["ip"].replace("10.0.0.", "10.0.1.")}
+        for e in sorted(EDGE_EVENTS + REPORTED_EVENTS, key=lambda e: e["ts"])
+    ]
     assert srv.send(p["keys"]["secret"], events).json()["accepted"] == len(events)
     srv.wait_loaded()
     deadline = time.monotonic() + 30
@@ -124,23 +127,29 @@ def test_daily_rollups_give_the_same_answers(fresh_server: Server) -> None:
     events_path = get(srv, p, "/metrics", filter=EVENTS_PATH, **wide)
     for key in ("pageviews", "sessions", "visitors", "events", "bounceRate", "trafficSources"):
         assert rolled[key] == events_path[key], key
-    assert (rolled["pageviews"], rolled["sessions"], rolled["bounceRate"]) == (6, 3, "33.3%")
-    assert rolled["trafficSources"] == {"bing": 1, "direct": 1, "reddit": 1}
-    for by in ("source", "entry_page", "exit_page", "browser"):
+    assert (rolled["pageviews"], rolled["sessions"], rolled["bounceRate"]) == (7, 4, "25.0%")
+    assert rolled["trafficSources"] == {"bing": 1, "direct": 2, "reddit": 1}
+    for by in ("source", "entry_page", "exit_page", "browser", "event"):
         for order in ("-visitors", "value", "-bounceRate"):
             args = {**wide, "by": by, "order": order}
             table = get(srv, p, "/metrics/breakdown", **args)
             events = get(srv, p, "/metrics/breakdown", filter=EVENTS_PATH, **args)
             assert table == events, (by, order)
     paged = get(srv, p, "/metrics/breakdown", by="entry_page", limit=1, offset=1, **wide)
-    assert (paged["totalRows"], [r["value"] for r in paged["rows"]]) == (3, ["/y"])
+    assert (paged["totalRows"], [r["value"] for r in paged["rows"]]) == (4, ["/w"])
+    names = get(srv, p, "/metrics/breakdown", by="event", order="value", **wide)
+    assert [(r["value"], r["sessions"], r["events"]) for r in names["rows"]] == [
+        ("click", 1, 1),
+        ("page_view", 4, 7),
+        ("signup", 2, 2),
+    ]
     # a late event for a rolled-up day: the day is rolled up again
     late = ev(24, at(12, 0), path="/late", referrer="https://duckduckgo.com/")
     late["ip"] = "10.0.1.24"
     assert srv.send(p["keys"]["secret"], late).status_code == 200
     srv.wait_loaded()
     deadline = time.monotonic() + 30
-    while get(srv, p, "/metrics", **wide)["sessions"] != 4:
+    while get(srv, p, "/metrics", **wide)["sessions"] != 5:
         assert time.monotonic() < deadline, "the late event did not reach the rollups"
         time.sleep(0.2)
     assert get(srv, p, "/metrics", **wide)["trafficSources"]["duckduckgo"] == 1

@@ -91,7 +91,7 @@ def _rows(scope: QueryScope, dim: Dimension) -> str:
 def query_breakdown(
     store: EventStore, scope: QueryScope, dim: Dimension, page: Page
 ) -> dict[str, Any]:
-    rolled_up = False  # the rollups hold the session dimensions and the page
+    rolled_up = False  # the rollups hold the session dimensions, the page and the event name
     if dim.level == "session":
         scope.load_edges(store)
         rolled_up = True
@@ -100,6 +100,7 @@ def query_breakdown(
         rolled_up = True
     elif dim.name == "event" and scope.pages_only:
         scope.load_edges(store)
+        rolled_up = True
     # (the other rows count the events in the range themselves)
     if rolled_up and scope.load_rollups(store):  # none with filters
         return _from_rollups(store, scope, dim, page)

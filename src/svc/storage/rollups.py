@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 def rollup_dimensions() -> dict[str, str]:
     """Every dimension rolled up from the sessions table and its value on a row of it ('' holds
     the day's totals): the session dimensions of the query API. The page dimension is rolled
-    up from the (session, page) table beside them."""
+    up from the (session, page) table beside them, the event name from the report events."""
     from svc.queries.dimensions import DIMENSIONS
 
     dims = {"": "''"}
@@ -79,6 +79,40 @@ GROUP BY p.path
 """
 
 
+#: The event dimension: the page views of the sessions that day (``page_view``), and per name
+#: the other events of those sessions, with the figures of the sessions that had one (as a
+#: breakdown by event name counts them). A session's events are looked for from a day
+#: before its start to a day after it (the margin of svc.queries.scope.EDGE).
+_EVENT_DAY_SQL = """
+INSERT INTO session_rollups
+SELECT {project:String}, 'event', {day:Date}, 'page_view',
+    count(), sum(pageviews), sum(pageviews), countIf(pageviews = 1 AND events = 1),
+    count(), sum(dateDiff('millisecond', first_ts, last_ts)),
+    uniqExact(visitor_id), {version:UInt64}
+FROM sessions FINAL
+WHERE project_id = {project:String} AND session_day = {day:Date} AND pageviews > 0
+HAVING count() > 0
+UNION ALL
+SELECT {project:String}, 'event', {day:Date}, p.name,
+    count(), sum(p.pv), sum(p.ev), countIf(s.pageviews = 1 AND s.events = 1),
+    countIf(s.pageviews > 0), sum(dateDiff('millisecond', s.first_ts, s.last_ts)),
+    uniqExact(s.visitor_id), {version:UInt64}
+FROM (
+    SELECT session_id, toString(name) AS name, countIf(name = 'page_view') AS pv, count() AS ev
+    FROM report_events
+    WHERE project_id = {project:String} AND name != 'page_view'
+        AND ts >= {day:Date} - INTERVAL 1 DAY AND ts < {day:Date} + INTERVAL 2 DAY
+        AND toDate(session_start) = {day:Date}
+    GROUP BY session_id, name
+) AS p
+INNER JOIN (
+    SELECT session_id, visitor_id, pageviews, events, first_ts, last_ts FROM sessions FINAL
+    WHERE project_id = {project:String} AND session_day = {day:Date}
+) AS s ON s.session_id = p.session_id
+GROUP BY p.name
+"""
+
+
 class Rollups:
     """Keeps ``session_rollups`` current; :meth:`refresh` is called now and then (the
     runtime's housekeeping), from a worker thread."""
@@ -107,6 +141,7 @@ class Rollups:
         with self.store.write_lock:  # never between an insert's tables (EventStore.write_lock)
             self.store.client.command(self._sql, parameters=params)
             self.store.client.command(_PAGE_DAY_SQL, parameters=params)
+            self.store.client.command(_EVENT_DAY_SQL, parameters=params)
         self.store.client.command(
             "INSERT INTO rollup_days (project_id, session_day, version) "
             "VALUES ({project:String}, {day:Date}, {version:UInt64})",
