@@ -129,7 +129,7 @@ def test_daily_rollups_give_the_same_answers(fresh_server: Server) -> None:
         assert rolled[key] == events_path[key], key
     assert (rolled["pageviews"], rolled["sessions"], rolled["bounceRate"]) == (7, 4, "25.0%")
     assert rolled["trafficSources"] == {"bing": 1, "direct": 2, "reddit": 1}
-    for by in ("source", "entry_page", "exit_page", "browser", "event"):
+    for by in ("source", "entry_page", "exit_page", "browser", "event", "hostname"):
         for order in ("-visitors", "value", "-bounceRate"):
             args = {**wide, "by": by, "order": order}
             table = get(srv, p, "/metrics/breakdown", **args)

@@ -91,7 +91,8 @@ def _rows(scope: QueryScope, dim: Dimension) -> str:
 def query_breakdown(
     store: EventStore, scope: QueryScope, dim: Dimension, page: Page
 ) -> dict[str, Any]:
-    rolled_up = False  # the rollups hold the session dimensions, the page and the event name
+    # the rollups hold the session dimensions, the page, the event name and the hostname
+    rolled_up = dim.name == "hostname"
     if dim.level == "session":
         scope.load_edges(store)
         rolled_up = True

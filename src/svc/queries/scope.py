@@ -283,6 +283,8 @@ class QueryScope:
         columns :data:`SESSION_AGGREGATES` reads. From ``table`` (default
         :meth:`event_table`), joined to the sessions table's rows."""
         table = table or self.event_table(dim)
+        if self.rolled_days:  # read from the rollups instead (their sessions left out below)
+            only = f"({only}) AND toDate(session_start) NOT IN {{rolled_days:Array(Date)}}"
         rows = (
             f"SELECT toDate(session_start) AS session_day, session_id, {dim.column} AS value, "
             f"countIf(name = 'page_view') AS pv, count() AS ev FROM {table} "

@@ -24,7 +24,8 @@ log = logging.getLogger(__name__)
 def rollup_dimensions() -> dict[str, str]:
     """Every dimension rolled up from the sessions table and its value on a row of it ('' holds
     the day's totals): the session dimensions of the query API. The page dimension is rolled
-    up from the (session, page) table beside them, the event name from the report events."""
+    up from the (session, page) table beside them, the event name from the report events and
+    the hostname from the events."""
     from svc.queries.dimensions import DIMENSIONS
 
     dims = {"": "''"}
@@ -113,6 +114,31 @@ GROUP BY p.name
 """
 
 
+#: The hostname: per hostname, the events of the day's sessions on it, with the figures of the
+#: sessions that had one (as a breakdown by hostname counts them), found as for the event name.
+_HOSTNAME_DAY_SQL = """
+INSERT INTO session_rollups
+SELECT {project:String}, 'hostname', {day:Date}, p.hostname,
+    count(), sum(p.pv), sum(p.ev), countIf(s.pageviews = 1 AND s.events = 1),
+    countIf(s.pageviews > 0), sum(dateDiff('millisecond', s.first_ts, s.last_ts)),
+    uniqExact(s.visitor_id), {version:UInt64}
+FROM (
+    SELECT session_id, toString(hostname) AS hostname, countIf(name = 'page_view') AS pv,
+        count() AS ev
+    FROM events
+    WHERE project_id = {project:String}
+        AND ts >= {day:Date} - INTERVAL 1 DAY AND ts < {day:Date} + INTERVAL 2 DAY
+        AND toDate(session_start) = {day:Date}
+    GROUP BY session_id, hostname
+) AS p
+INNER JOIN (
+    SELECT session_id, visitor_id, pageviews, events, first_ts, last_ts FROM sessions FINAL
+    WHERE project_id = {project:String} AND session_day = {day:Date}
+) AS s ON s.session_id = p.session_id
+GROUP BY p.hostname
+"""
+
+
 class Rollups:
     """Keeps ``session_rollups`` current; :meth:`refresh` is called now and then (the
     runtime's housekeeping), from a worker thread."""
@@ -142,6 +168,7 @@ class Rollups:
             self.store.client.command(self._sql, parameters=params)
             self.store.client.command(_PAGE_DAY_SQL, parameters=params)
             self.store.client.command(_EVENT_DAY_SQL, parameters=params)
+            self.store.client.command(_HOSTNAME_DAY_SQL, parameters=params)
         self.store.client.command(
             "INSERT INTO rollup_days (project_id, session_day, version) "
             "VALUES ({project:String}, {day:Date}, {version:UInt64})",
