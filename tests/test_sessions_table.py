@@ -20,8 +20,10 @@ from tests.test_metrics_golden import DAY, at, ev
 
 PREV = DAY - timedelta(days=1)
 #: A filter on an event dimension other than the page, which keeps every event: it sends a
-#: query down the events path (events grouped by session), to compare with the tables.
-EVENTS_PATH = "event:not_contains:nothing"
+#: query down the events path (the matching events grouped by session), to compare with the
+#: tables. (A regular expression: neither it nor its negation is known to keep only the
+#: reported events.)
+EVENTS_PATH = "event:matches:."
 D0, D1 = PREV.date().isoformat(), DAY.date().isoformat()
 
 # By hand, all from visitor addresses 10.0.1.x:
@@ -381,6 +383,10 @@ def test_reported_event_filters_and_breakdowns_read_report_events(
         ("event:is:click", "event:matches:^click$"),
         ("prop:plan:is:pro", "prop:plan:matches:^pro$"),
         ("prop:plan:contains:R", "prop:plan:matches:(?i)r"),
+        # (these drop reported events only: the sessions' own counts less theirs)
+        ("event:is_not:signup", "event:not_matches:^signup$"),
+        ("event:not_contains:CLI", "event:not_matches:(?i)cli"),
+        ("prop:plan:is_not:pro", "prop:plan:not_matches:^pro$"),
     ):
         table = get(server, reported, "/metrics", filter=flt, **both)
         events = get(server, reported, "/metrics", filter=same, **both)
@@ -421,3 +427,9 @@ def test_reported_event_filters_and_breakdowns_read_report_events(
     ]
     clicks = get(server, reported, "/metrics", filter="event:is:click", **day)
     assert (clicks["sessions"], clicks["events"]) == (0, 0)
+    # DAY alone, but the signups: X's page view of /b in the range (its click is before it)
+    others = get(server, reported, "/metrics", filter="event:is_not:signup", **day)
+    assert (others["sessions"], others["events"], others["pageviews"]) == (4, 5, 5)
+    # and X's click, dropped, is outside the range: its own counts lose it once, not twice
+    others = get(server, reported, "/metrics", filter="event:is_not:click", **day)
+    assert (others["sessions"], others["events"], others["pageviews"]) == (4, 7, 5)

@@ -42,6 +42,14 @@ class Filter:
             return self.op == "contains" and self.values[0] != ""
         return False
 
+    def negation(self) -> Filter | None:
+        """The filter that keeps the events this one drops (``is`` for ``is_not``, ``contains``
+        for ``not_contains``, and back); None for the regular expressions."""
+        flipped = {"is": "is_not", "is_not": "is", "contains": "not_contains"}
+        flipped["not_contains"] = "contains"
+        op = flipped.get(self.op)
+        return None if op is None else Filter(self.dimension, op, self.values, self.params)
+
     def condition(self, expr: str, param: str) -> tuple[str, dict[str, object]]:
         """SQL condition on ``expr`` with the value bound as ``param``."""
         op = self.op

@@ -73,6 +73,9 @@ class QueryScope:
         self._crossing: list[int] | None = None  # see _load_crossing
         self._page_edges: Sequence[Sequence[Any]] | None = None  # see load_page_edges
         self.rolled_days: list[tuple[date, int]] = []  # see load_rollups
+        #: The one event filter whose negation only reported events pass (see counts_in_range),
+        #: its negation's condition
+        self._dropped: str | None = None
         for i, f in enumerate(self.filters):
             self.params.update(dict(f.params))
             if f.dimension.level == "event":
@@ -84,6 +87,13 @@ class QueryScope:
                 row_sql, _ = f.condition(f.dimension.session_column(), f"fv{i}")
                 self._session_row_conditions.append(row_sql)
             self.params.update(values)
+        event_filters = [f for f in self.filters if f.dimension.level == "event"]
+        if len(event_filters) == 1 and not self.reported_events_only():
+            negation = event_filters[0].negation()
+            if negation is not None and negation.selects_reported_events:
+                i = self.filters.index(event_filters[0])
+                self._dropped, values = negation.condition(negation.dimension.column, f"fv{i}")
+                self.params.update(values)
 
     def bind(self, name: str, value: Any) -> str:
         """Bind ``value`` as parameter ``name``; returns the name."""
@@ -118,8 +128,10 @@ class QueryScope:
     def counts_in_range(self) -> bool:
         """Whether the session rows' page views and events are counted over the events in the
         range (a filter on an event dimension other than the page), rather than taken from the
-        sessions table and corrected for the sessions that cross an end of it."""
-        return bool(self._event_conditions) and not self.pages_only
+        sessions table and corrected for the sessions that cross an end of it. Not for one
+        filter that drops only reported events (``event:is_not:signup``): the session rows
+        then take the sessions' own counts less those of the dropped events in the range."""
+        return bool(self._event_conditions) and not self.pages_only and self._dropped is None
 
     def reported_events_only(self, dim: Dimension | None = None) -> bool:
         """Whether every event that the event filters keep (and, in a breakdown by ``dim``,
@@ -165,10 +177,12 @@ class QueryScope:
 
     def _outside_sql(self, sessions: str) -> str:
         """Per session of ``sessions`` (a subquery or a bound array): its page views and
-        events outside the range, within a day of its ends."""
+        events outside the range, within a day of its ends (that pass the event filters, but
+        for a dropping filter: see counts_in_range)."""
+        kept = "1" if self._dropped is not None else self.event_filter
         return (
             "SELECT session_id, countIf(name = 'page_view') AS opv, count() AS oev FROM events "
-            f"WHERE project_id = {{project:String}} AND {self.event_filter} "
+            f"WHERE project_id = {{project:String}} AND {kept} "
             f"AND {_NEAR_THE_ENDS} AND session_id IN {sessions} GROUP BY session_id"
         )
 
@@ -387,6 +401,18 @@ class QueryScope:
                 "ON m.session_id = s.session_id AND m.session_day = s.session_day"
             )
             pv, ev, in_range = "m.pv", "m.ev", True
+        elif self._dropped is not None:  # the sessions' own counts less the dropped events'
+            dropped = (
+                "SELECT toDate(session_start) AS session_day, session_id, "
+                "countIf(name = 'page_view') AS pv, count() AS ev FROM report_events "
+                f"WHERE {self.range_where} AND ({self._dropped}) "
+                "GROUP BY session_day, session_id"
+            )
+            source += (
+                f" LEFT JOIN ({dropped}) AS n "
+                "ON n.session_id = s.session_id AND n.session_day = s.session_day"
+            )
+            pv, ev = "s.pageviews - n.pv", "s.events - n.ev"
         elif self._event_conditions:  # page filters: the sessions with a matching page
             days = "session_day BETWEEN {day0:Date} AND {day1:Date}"
             matching = (  # FINAL: merged rows come in key order (aggregated in order)
