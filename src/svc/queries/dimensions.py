@@ -28,11 +28,6 @@ class Dimension:
     exit: bool = False  # session dimension taken from the last event instead of the first
     rows: str = "1"  # in a breakdown by an event dimension, the events that have a value
 
-    def session_expr(self) -> str:
-        """The dimension's value for a whole session, as an aggregate over its events."""
-        fn = "argMax" if self.exit else "argMin"
-        return f"{fn}({self.column}, ts)"
-
     def session_column(self) -> str:
         """The dimension's value on a row of the sessions table (whose entry columns are named
         as the events' columns)."""

@@ -78,7 +78,6 @@ class QueryScope:
             tz=self.rng.tz,
         )
         self._event_conditions: list[str] = []
-        self._session_conditions: list[str] = []  # over a session's events (GROUP BY)
         self._session_row_conditions: list[str] = []  # over a row of the sessions table
         self._edges: Sequence[Sequence[Any]] | None = None  # see load_edges
         self._crossing: list[int] | None = None  # see _load_crossing
@@ -93,10 +92,8 @@ class QueryScope:
                 sql, values = f.condition(f.dimension.column, f"fv{i}")
                 self._event_conditions.append(sql)
             else:
-                sql, values = f.condition(f.dimension.session_expr(), f"fv{i}")
-                self._session_conditions.append(sql)
-                row_sql, _ = f.condition(f.dimension.session_column(), f"fv{i}")
-                self._session_row_conditions.append(row_sql)
+                sql, values = f.condition(f.dimension.session_column(), f"fv{i}")
+                self._session_row_conditions.append(sql)
             self.params.update(values)
         event_filters = [f for f in self.filters if f.dimension.level == "event"]
         if len(event_filters) == 1 and not self.reported_events_only():
@@ -125,7 +122,7 @@ class QueryScope:
 
     @property
     def has_session_filters(self) -> bool:
-        return bool(self._session_conditions)
+        return bool(self._session_row_conditions)
 
     @property
     def pages_only(self) -> bool:
@@ -152,10 +149,6 @@ class QueryScope:
         if dim is not None and dim.name.startswith("prop:"):
             return True
         return any(f.selects_reported_events for f in self.filters)
-
-    @property
-    def has_filters(self) -> bool:
-        return bool(self._session_conditions or self._event_conditions)
 
     def sessions(self, extra: dict[str, Dimension] | None = None) -> str:
         """The session rows (see the module docstring); ``extra`` maps alias -> session
