@@ -362,28 +362,34 @@ class QueryScope:
             "GROUP BY dimension, value"
         )
 
-    def _whole_sessions(self) -> str:
-        """For :meth:`page_rows`: the sessions table's rows in the range that pass the session
-        filters, with their whole-session figures. Neither the page filters (the page rows
-        carry them) nor the counts outside the range (a page row with page views in the range
-        has them) are applied here: the page rows decide which sessions count."""
+    def _session_rows_where(self) -> str:
+        """The rows of ``sessions AS s`` with an event in the range (give or take the edge
+        corrections) that pass the session filters, on days not taken from the rollups."""
         self._bind_edges()
-        t0, t1 = "{start:DateTime64(3, 'UTC')}", "{end:DateTime64(3, 'UTC')}"
         where = [
             "s.project_id = {project:String}",
             "s.session_day BETWEEN {day0:Date} AND {day1:Date}",
-            f"s.last_ts >= {t0}",
-            f"s.first_ts < {t1}",
+            "s.last_ts >= {start:DateTime64(3, 'UTC')}",
+            "s.first_ts < {end:DateTime64(3, 'UTC')}",
             *(f"({c})" for c in self._session_row_conditions),
         ]
         if self.rolled_days:  # read from the rollups instead
             where.append("s.session_day NOT IN {rolled_days:Array(Date)}")
+        return " AND ".join(where)
+
+    def _whole_sessions(self) -> str:
+        """For :meth:`page_rows` and :meth:`event_rows`: the sessions table's rows in the range
+        that pass the session filters, with their whole-session figures. Neither the event
+        filters (the rows joined to these carry them) nor the counts outside the range (a row
+        with events in the range has them) are applied here: the joined rows decide which
+        sessions count."""
+        where = self._session_rows_where()
         return (
             "SELECT s.session_id AS session_id, s.session_day AS session_day, "
             "s.visitor_id AS visitor, s.pageviews AS all_pv, s.events AS all_ev, "
             "s.first_ts AS first_ts, s.last_ts AS last_ts, "
             "dateDiff('millisecond', s.first_ts, s.last_ts) AS dur "
-            f"FROM sessions AS s FINAL WHERE {' AND '.join(where)}"
+            f"FROM sessions AS s FINAL WHERE {where}"
         )
 
     def _sessions_from_table(self, extra: dict[str, Dimension]) -> str:
@@ -440,16 +446,8 @@ class QueryScope:
             "s.session_day AS session_day",
         ]
         cols += [f"{dim.session_column()} AS {alias}" for alias, dim in extra.items()]
-        where = [
-            "s.project_id = {project:String}",
-            "s.session_day BETWEEN {day0:Date} AND {day1:Date}",
-            f"s.last_ts >= {t0}",
-            f"s.first_ts < {t1}",
-            *(f"({c})" for c in self._session_row_conditions),
-        ]
-        if self.rolled_days:  # read from the rollups instead
-            where.append("s.session_day NOT IN {rolled_days:Array(Date)}")
-        rows = f"SELECT {', '.join(cols)} FROM {source} WHERE {' AND '.join(where)}"
+        where = self._session_rows_where()
+        rows = f"SELECT {', '.join(cols)} FROM {source} WHERE {where}"
         return f"SELECT * FROM ({rows}) WHERE ev > 0"  # an event in the range
 
     def events_where(self) -> str:

@@ -59,31 +59,42 @@ GROUP BY project_id, session_day, dimension, value
 """
 
 
-#: The page dimension: one row per page with page views that day, with the figures of the
-#: sessions that viewed it (as a breakdown by page counts them: page views of the page,
-#: bounce and duration of the whole session).
-_PAGE_DAY_SQL = """
+def _per_value_sql(dimension: str, rows: str) -> str:
+    """Rows of ``dimension`` for a day from ``rows`` (``session_id``, ``value``, ``pv``,
+    ``ev``: one per session of the day and value), with the figures of the sessions in each
+    (as a breakdown by an event dimension counts them: the value's page views and events,
+    bounce and duration of the whole session)."""
+    return f"""
 INSERT INTO session_rollups
-SELECT {project:String}, 'page', {day:Date}, p.path,
-    count(), sum(p.pageviews), sum(p.pageviews), countIf(s.pageviews = 1 AND s.events = 1),
+SELECT {{project:String}}, '{dimension}', {{day:Date}}, p.value,
+    count(), sum(p.pv), sum(p.ev), countIf(s.pageviews = 1 AND s.events = 1),
     countIf(s.pageviews > 0), sum(dateDiff('millisecond', s.first_ts, s.last_ts)),
-    uniqExact(s.visitor_id), {version:UInt64}
-FROM (
-    SELECT session_id, path, pageviews FROM session_pages FINAL
-    WHERE project_id = {project:String} AND session_day = {day:Date} AND pageviews > 0
-) AS p
+    uniqExact(s.visitor_id), {{version:UInt64}}
+FROM ({rows}) AS p
 INNER JOIN (
     SELECT session_id, visitor_id, pageviews, events, first_ts, last_ts FROM sessions FINAL
-    WHERE project_id = {project:String} AND session_day = {day:Date}
+    WHERE project_id = {{project:String}} AND session_day = {{day:Date}}
 ) AS s ON s.session_id = p.session_id
-GROUP BY p.path
+GROUP BY p.value
 """
 
 
-#: The event dimension: the page views of the sessions that day (``page_view``), and per name
-#: the other events of those sessions, with the figures of the sessions that had one (as a
-#: breakdown by event name counts them). A session's events are looked for from a day
-#: before its start to a day after it (the margin of svc.queries.scope.EDGE).
+#: The events of the sessions of a day: from a day before its start to a day after it (the
+#: margin of svc.queries.scope.EDGE).
+_DAY_EVENTS = """project_id = {project:String}
+    AND ts >= {day:Date} - INTERVAL 1 DAY AND ts < {day:Date} + INTERVAL 2 DAY
+    AND toDate(session_start) = {day:Date}"""
+
+#: The page dimension: one row per page with page views that day (a page breakdown counts
+#: page views only).
+_PAGE_DAY_SQL = _per_value_sql(
+    "page",
+    "SELECT session_id, path AS value, pageviews AS pv, pageviews AS ev FROM session_pages FINAL "
+    "WHERE project_id = {project:String} AND session_day = {day:Date} AND pageviews > 0",
+)
+
+#: The event dimension: the page views of the sessions that day (``page_view``, from the
+#: sessions), and per name the other events of those sessions (from the report events).
 _EVENT_DAY_SQL = """
 INSERT INTO session_rollups
 SELECT {project:String}, 'event', {day:Date}, 'page_view',
@@ -93,50 +104,19 @@ SELECT {project:String}, 'event', {day:Date}, 'page_view',
 FROM sessions FINAL
 WHERE project_id = {project:String} AND session_day = {day:Date} AND pageviews > 0
 HAVING count() > 0
-UNION ALL
-SELECT {project:String}, 'event', {day:Date}, p.name,
-    count(), sum(p.pv), sum(p.ev), countIf(s.pageviews = 1 AND s.events = 1),
-    countIf(s.pageviews > 0), sum(dateDiff('millisecond', s.first_ts, s.last_ts)),
-    uniqExact(s.visitor_id), {version:UInt64}
-FROM (
-    SELECT session_id, toString(name) AS name, countIf(name = 'page_view') AS pv, count() AS ev
-    FROM report_events
-    WHERE project_id = {project:String} AND name != 'page_view'
-        AND ts >= {day:Date} - INTERVAL 1 DAY AND ts < {day:Date} + INTERVAL 2 DAY
-        AND toDate(session_start) = {day:Date}
-    GROUP BY session_id, name
-) AS p
-INNER JOIN (
-    SELECT session_id, visitor_id, pageviews, events, first_ts, last_ts FROM sessions FINAL
-    WHERE project_id = {project:String} AND session_day = {day:Date}
-) AS s ON s.session_id = p.session_id
-GROUP BY p.name
 """
+_OTHER_EVENTS_DAY_SQL = _per_value_sql(
+    "event",
+    "SELECT session_id, toString(name) AS value, 0 AS pv, count() AS ev FROM report_events "
+    f"WHERE {_DAY_EVENTS} AND name != 'page_view' GROUP BY session_id, value",
+)
 
-
-#: The hostname: per hostname, the events of the day's sessions on it, with the figures of the
-#: sessions that had one (as a breakdown by hostname counts them), found as for the event name.
-_HOSTNAME_DAY_SQL = """
-INSERT INTO session_rollups
-SELECT {project:String}, 'hostname', {day:Date}, p.hostname,
-    count(), sum(p.pv), sum(p.ev), countIf(s.pageviews = 1 AND s.events = 1),
-    countIf(s.pageviews > 0), sum(dateDiff('millisecond', s.first_ts, s.last_ts)),
-    uniqExact(s.visitor_id), {version:UInt64}
-FROM (
-    SELECT session_id, toString(hostname) AS hostname, countIf(name = 'page_view') AS pv,
-        count() AS ev
-    FROM events
-    WHERE project_id = {project:String}
-        AND ts >= {day:Date} - INTERVAL 1 DAY AND ts < {day:Date} + INTERVAL 2 DAY
-        AND toDate(session_start) = {day:Date}
-    GROUP BY session_id, hostname
-) AS p
-INNER JOIN (
-    SELECT session_id, visitor_id, pageviews, events, first_ts, last_ts FROM sessions FINAL
-    WHERE project_id = {project:String} AND session_day = {day:Date}
-) AS s ON s.session_id = p.session_id
-GROUP BY p.hostname
-"""
+#: The hostname: per hostname, the events of the day's sessions on it.
+_HOSTNAME_DAY_SQL = _per_value_sql(
+    "hostname",
+    "SELECT session_id, toString(hostname) AS value, countIf(name = 'page_view') AS pv, "
+    f"count() AS ev FROM events WHERE {_DAY_EVENTS} GROUP BY session_id, value",
+)
 
 
 class Rollups:
@@ -168,6 +148,7 @@ class Rollups:
             self.store.client.command(self._sql, parameters=params)
             self.store.client.command(_PAGE_DAY_SQL, parameters=params)
             self.store.client.command(_EVENT_DAY_SQL, parameters=params)
+            self.store.client.command(_OTHER_EVENTS_DAY_SQL, parameters=params)
             self.store.client.command(_HOSTNAME_DAY_SQL, parameters=params)
         self.store.client.command(
             "INSERT INTO rollup_days (project_id, session_day, version) "
