@@ -39,7 +39,7 @@ events_strategy = st.lists(
 D = DAY.date().isoformat()
 
 
-def read(server: Server, key: str, path: str, **params: Any) -> dict[str, Any]:
+def read(server: Server, key: str, path: str, /, **params: Any) -> dict[str, Any]:
     r = httpx.get(
         server.url + path,
         params={"from": D, "to": D, **params},
@@ -76,8 +76,13 @@ def test_sums_partitions_and_isolation(server: Server, events: list, noise: list
     by_event = read(server, key, "/metrics/breakdown", by="event")["rows"]
     assert sum(r["events"] for r in by_event) == total["events"]
     assert sum(r["pageviews"] for r in by_event) == total["pageviews"]
+    with_plan = sum("properties" in e for e in events)
     by_plan = read(server, key, "/metrics/breakdown", by="prop:plan")["rows"]
-    assert sum(r["events"] for r in by_plan) == sum("properties" in e for e in events)
+    assert sum(r["events"] for r in by_plan) == with_plan
+    keys = read(server, key, "/metrics/properties")["keys"]
+    assert keys == ([{"key": "plan", "events": with_plan}] if with_plan else [])
+    plans = read(server, key, "/metrics/properties", key="plan")["values"]
+    assert sum(v["events"] for v in plans) == with_plan
     series = read(server, key, "/metrics/timeseries", interval="hour")["points"]
     assert sum(p["pageviews"] for p in series) == total["pageviews"]
     assert sum(p["sessions"] for p in series) == total["sessions"]

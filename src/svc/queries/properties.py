@@ -1,4 +1,7 @@
-"""Custom properties: the keys seen in a scope, and the values of one key."""
+"""Custom properties: the keys seen in a scope, and the values of one key.
+
+Both read ``report_events``, which holds every event that carries properties (every event but
+a page view without them: storage/migrations/008), a seventh of the events."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from svc.storage.events import EventStore
 def query_property_keys(store: EventStore, scope: QueryScope, limit: int = 100) -> dict[str, Any]:
     rows = store.query_named(
         "SELECT arrayJoin(mapKeys(properties)) AS key, count() AS events "
-        f"FROM events WHERE {scope.events_where()} GROUP BY key "
+        f"FROM report_events WHERE {scope.events_where()} GROUP BY key "
         f"ORDER BY events DESC, key LIMIT {{{scope.bind('limit', limit)}:UInt32}}",
         scope.params,
     )
@@ -25,7 +28,8 @@ def query_property_values(
     rows = store.query_named(
         f"SELECT properties[{{{k}:String}}] AS value, count() AS events, "
         "uniqExact(visitor_id) AS visitors "
-        f"FROM events WHERE {scope.events_where()} AND mapContains(properties, {{{k}:String}}) "
+        f"FROM report_events WHERE {scope.events_where()} "
+        f"AND mapContains(properties, {{{k}:String}}) "
         f"GROUP BY value ORDER BY events DESC, value "
         f"LIMIT {{{scope.bind('limit', limit)}:UInt32}}",
         scope.params,
