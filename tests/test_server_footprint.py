@@ -91,7 +91,7 @@ def _rss_mb() -> float:
 
 def test_memory_a_heavy_read_freed_is_handed_back_at_the_pause(tmp_path: Path) -> None:
     """The embedded engine's allocator keeps what a big read freed; the store hands it back
-    once reads pause (EventStore.release_memory_after_read), not between reads of a burst."""
+    once reads pause (EventStore.release_memory_after_read)."""
     store = EventStore(Settings(data_dir=tmp_path / "data"))
     try:
         store.query("SELECT 1")
@@ -101,10 +101,9 @@ def test_memory_a_heavy_read_freed_is_handed_back_at_the_pause(tmp_path: Path) -
         assert held - before > 200  # the sets of 30M numbers, freed but kept
         store.release_memory_after_read(HEAVY_READ_S)
         store.release_memory_after_read(HEAVY_READ_S)  # one release for the burst
-        time.sleep(READS_IDLE_S / 2)
-        assert _rss_mb() > held - 200  # not yet: reads may follow
-        time.sleep(READS_IDLE_S / 2 + 1.0)
-        assert _rss_mb() < before + 100  # (left alone, the allocator gives back ~15 % a second)
+        time.sleep(READS_IDLE_S + 1.0)
+        # (left alone, the allocator gives back ~15 % of it a second: 827 -> 716 MB in 1.5 s)
+        assert _rss_mb() < before + 100
         assert store.query("SELECT 2") == [(2,)]  # and it goes on
     finally:
         store.close()
