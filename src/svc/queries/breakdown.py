@@ -72,6 +72,18 @@ def breakdown_sql(scope: QueryScope, dim: Dimension, page: Page) -> str:
     )
 
 
+def _rows_kind(scope: QueryScope, dim: Dimension) -> str:
+    """Where the rows of a breakdown by ``dim`` come from (see :func:`_rows`): ``session``,
+    ``page``, ``event_name`` or ``events``."""
+    if dim.level == "session":
+        return "session"
+    if dim.name == "page" and scope.pages_only and not scope.reported_events_only(dim):
+        return "page"
+    if dim.name == "event" and scope.pages_only:
+        return "event_name"
+    return "events"
+
+
 def _rows(scope: QueryScope, dim: Dimension) -> str:
     """The rows a breakdown by ``dim`` aggregates by value: one per session (a session
     dimension); per session and page (the page with no filter on other event dimensions: the
@@ -79,11 +91,12 @@ def _rows(scope: QueryScope, dim: Dimension) -> str:
     name, likewise); else per session and value of the events that pass the filters, from
     ``report_events`` when they are all in it (a custom property, filters on event names or
     properties), or from the events."""
-    if dim.level == "session":
+    kind = _rows_kind(scope, dim)
+    if kind == "session":
         return scope.sessions({"value": dim})
-    if dim.name == "page" and scope.pages_only and not scope.reported_events_only(dim):
+    if kind == "page":
         return scope.page_rows()
-    if dim.name == "event" and scope.pages_only:
+    if kind == "event_name":
         return scope.event_name_rows(dim)
     return scope.event_rows(dim)
 
@@ -91,18 +104,14 @@ def _rows(scope: QueryScope, dim: Dimension) -> str:
 def query_breakdown(
     store: EventStore, scope: QueryScope, dim: Dimension, page: Page
 ) -> dict[str, Any]:
-    # the rollups hold the session dimensions, the page, the event name and the hostname
-    rolled_up = dim.name == "hostname"
-    if dim.level == "session":
+    kind = _rows_kind(scope, dim)
+    if kind in ("session", "event_name"):
         scope.load_edges(store)
-        rolled_up = True
-    elif dim.name == "page" and scope.pages_only and not scope.reported_events_only(dim):
+    elif kind == "page":
         scope.load_page_edges(store)
-        rolled_up = True
-    elif dim.name == "event" and scope.pages_only:
-        scope.load_edges(store)
-        rolled_up = True
     # (the other rows count the events in the range themselves)
+    # the rollups hold the session dimensions, the page, the event name and the hostname
+    rolled_up = kind != "events" or dim.name == "hostname"
     if rolled_up and scope.load_rollups(store):  # none with filters
         return _from_rollups(store, scope, dim, page)
     return _result(store.query_named(breakdown_sql(scope, dim, page), scope.params), dim, page)

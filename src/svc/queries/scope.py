@@ -275,16 +275,23 @@ class QueryScope:
         (:meth:`reported_events_only`), else ``events``."""
         return "report_events" if self.reported_events_only(dim) else "events"
 
+    def _counts_by_session(self, table: str, condition: str, value: str | None = None) -> str:
+        """Per session (and ``value``, an expression over an event, when given) with events in
+        the range in ``table`` that meet ``condition``: its :func:`session_key` ``k`` (and
+        ``value``), and those events' page views ``pv`` and count ``ev``."""
+        key = session_key(day="toDate(session_start)")
+        by = "k" if value is None else "k, value"
+        value_col = "" if value is None else f"{value} AS value, "
+        return (
+            f"SELECT {key} AS k, {value_col}countIf(name = 'page_view') AS pv, count() AS ev "
+            f"FROM {table} WHERE {self.range_where} AND {condition} GROUP BY {by}"
+        )
+
     def matching_sessions(self) -> str:
         """Per session with an event in the range that passes the event filters: its
         :func:`session_key` ``k``, and those events' page views ``pv`` and count ``ev``
         (grouped from :meth:`event_table`)."""
-        key = session_key(day="toDate(session_start)")
-        return (
-            f"SELECT {key} AS k, countIf(name = 'page_view') AS pv, count() AS ev "
-            f"FROM {self.event_table()} WHERE {self.range_where} AND {self.event_filter} "
-            "GROUP BY k"
-        )
+        return self._counts_by_session(self.event_table(), self.event_filter)
 
     def event_rows(self, dim: Dimension, only: str = "1", table: str | None = None) -> str:
         """For a breakdown by the event dimension ``dim``: one row per (session, value) of the
@@ -296,11 +303,8 @@ class QueryScope:
         table = table or self.event_table(dim)
         if self.rolled_days:  # read from the rollups instead (their sessions left out below)
             only = f"({only}) AND toDate(session_start) NOT IN {{rolled_days:Array(Date)}}"
-        rows = (
-            f"SELECT {session_key(day='toDate(session_start)')} AS k, {dim.column} AS value, "
-            f"countIf(name = 'page_view') AS pv, count() AS ev FROM {table} "
-            f"WHERE {self.range_where} AND {self.event_filter} AND ({dim.rows}) AND ({only}) "
-            "GROUP BY k, value"
+        rows = self._counts_by_session(
+            table, f"{self.event_filter} AND ({dim.rows}) AND ({only})", value=dim.column
         )
         return (
             "SELECT p.value AS value, s.visitor AS visitor, p.pv AS pv, p.ev AS ev, "
@@ -402,11 +406,7 @@ class QueryScope:
             source += f" INNER JOIN ({self.matching_sessions()}) AS m ON m.k = {session_key('s.')}"
             pv, ev, in_range = "m.pv", "m.ev", True
         elif self._dropped is not None:  # the sessions' own counts less the dropped events'
-            dropped = (
-                f"SELECT {session_key(day='toDate(session_start)')} AS k, "
-                "countIf(name = 'page_view') AS pv, count() AS ev FROM report_events "
-                f"WHERE {self.range_where} AND ({self._dropped}) GROUP BY k"
-            )
+            dropped = self._counts_by_session("report_events", f"({self._dropped})")
             source += f" LEFT JOIN ({dropped}) AS n ON n.k = {session_key('s.')}"
             pv, ev = "s.pageviews - n.pv", "s.events - n.ev"
         elif self._event_conditions:  # page filters: the sessions with a matching page

@@ -148,6 +148,7 @@ class EventStore:
         self.write_lock = threading.Lock()
         self._last_read_end = 0.0  # see release_memory_after_read
         self._release_pending = False
+        self._release_lock = threading.Lock()
         #: The settings of every read (see READ_SETTINGS).
         self.read_settings = {
             **READ_SETTINGS,
@@ -354,7 +355,7 @@ class EventStore:
             return
         if elapsed_s < HEAVY_READ_S:
             return
-        with self._connect_lock:
+        with self._release_lock:
             if self._release_pending:
                 return
             self._release_pending = True
