@@ -112,11 +112,18 @@ def test_daily_rollups_give_the_same_answers(fresh_server: Server) -> None:
     answers are the same as from the sessions table and from the events."""
     srv = fresh_server
     srv.env["SVC_ROLLUP_INTERVAL_SECONDS"] = "0.2"
+    # "plan" has two values on DAY (free, pro): too many, so that day is read from the events;
+    # on PREV it has one, and "via" one: rolled up
+    srv.env["SVC_ROLLUP_MAX_PROPERTY_VALUES"] = "1"
     srv.start()
     p = srv.create_project("rolled", domains=["acme.test"])
+    reported = [
+        {**e, "properties": {**e["properties"], "via": "mail"}} if e["event"] == "click" else e
+        for e in REPORTED_EVENTS
+    ]
     events = [
         {**e, "ip": e["ip"].replace("10.0.0.", "10.0.1.")}
-        for e in sorted(EDGE_EVENTS + REPORTED_EVENTS, key=lambda e: e["ts"])
+        for e in sorted(EDGE_EVENTS + reported, key=lambda e: e["ts"])
     ]
     assert srv.send(p["keys"]["secret"], events).json()["accepted"] == len(events)
     srv.wait_loaded()
@@ -131,7 +138,7 @@ def test_daily_rollups_give_the_same_answers(fresh_server: Server) -> None:
         assert rolled[key] == events_path[key], key
     assert (rolled["pageviews"], rolled["sessions"], rolled["bounceRate"]) == (7, 4, "25.0%")
     assert rolled["trafficSources"] == {"bing": 1, "direct": 2, "reddit": 1}
-    for by in ("source", "entry_page", "exit_page", "browser", "event", "hostname"):
+    for by in ("source", "entry_page", "exit_page", "browser", "event", "hostname", "prop:plan"):
         for order in ("-visitors", "value", "-bounceRate"):
             args = {**wide, "by": by, "order": order}
             table = get(srv, p, "/metrics/breakdown", **args)
@@ -139,6 +146,15 @@ def test_daily_rollups_give_the_same_answers(fresh_server: Server) -> None:
             assert table == events, (by, order)
     paged = get(srv, p, "/metrics/breakdown", by="entry_page", limit=1, offset=1, **wide)
     assert (paged["totalRows"], [r["value"] for r in paged["rows"]]) == (4, ["/w"])
+    via = get(srv, p, "/metrics/breakdown", by="prop:via", **wide)
+    assert via == get(srv, p, "/metrics/breakdown", by="prop:via", filter=EVENTS_PATH, **wide)
+    assert [(r["value"], r["sessions"], r["events"]) for r in via["rows"]] == [("mail", 1, 1)]
+    # pro: X's click and signup, and W's page view /w (a bounce); free: Y's signup
+    plan = get(srv, p, "/metrics/breakdown", by="prop:plan", **wide)
+    assert [
+        (r["value"], r["visitors"], r["sessions"], r["pageviews"], r["events"], r["bounceRate"])
+        for r in plan["rows"]
+    ] == [("pro", 2, 2, 1, 3, "50.0%"), ("free", 1, 1, 0, 1, "0.0%")]
     names = get(srv, p, "/metrics/breakdown", by="event", order="value", **wide)
     assert [(r["value"], r["sessions"], r["events"]) for r in names["rows"]] == [
         ("click", 1, 1),

@@ -57,6 +57,11 @@ class Settings:
         "How often the daily rollups of finished days (and of days late events changed) are "
         "brought up to date (s).",
     )
+    rollup_max_property_values: int = _setting(
+        1000,
+        "A custom property is rolled up for a day when it has at most this many values that "
+        "day; a property with more (an id, a URL) is read from the events for that day.",
+    )
     store_memory_release_seconds: float = _setting(
         0.1,
         "Embedded store: after loading, hand the memory its inserts freed back to the system "

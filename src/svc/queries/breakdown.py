@@ -110,9 +110,11 @@ def query_breakdown(
     elif kind == "page":
         scope.load_page_edges(store)
     # (the other rows count the events in the range themselves)
-    # the rollups hold the session dimensions, the page, the event name and the hostname
-    rolled_up = kind != "events" or dim.name == "hostname"
-    if rolled_up and scope.load_rollups(store):  # none with filters
+    # the rollups hold the session dimensions, the page, the event name, the hostname and the
+    # custom properties (each day but those with too many values of the key)
+    key = dim.name.removeprefix("prop:") if dim.name.startswith("prop:") else None
+    rolled_up = kind != "events" or dim.name == "hostname" or key is not None
+    if rolled_up and scope.load_rollups(store, property_key=key):  # none with filters
         return _from_rollups(store, scope, dim, page)
     return _result(store.query_named(breakdown_sql(scope, dim, page), scope.params), dim, page)
 
@@ -134,7 +136,7 @@ _SUMMED = ("sessions", "pageviews", "events", "bounces", "sessions_with_pv", "du
 def _from_rollups(
     store: EventStore, scope: QueryScope, dim: Dimension, page: Page
 ) -> dict[str, Any]:
-    """A session dimension or the page, without filters: the days wholly inside the range
+    """A breakdown without filters by a rolled-up dimension: the days wholly inside the range
     from the daily rollups, the rest from the session (and session page) rows, added up by
     value (every figure adds up over days, visitors too); then ordered and paged."""
     totals: dict[str, dict[str, int]] = {}

@@ -325,23 +325,35 @@ class QueryScope:
         others = self.event_rows(dim, only="name != 'page_view'", table="report_events")
         return f"{views} UNION ALL {others}"
 
-    def load_rollups(self, store: EventStore) -> list[tuple[date, int]]:
+    def load_rollups(
+        self, store: EventStore, property_key: str | None = None
+    ) -> list[tuple[date, int]]:
         """The rolled-up days (svc.storage.rollups) wholly inside the range, with their
         current versions, for a report without filters; the session rows then leave them
         out. A session is keyed by the day of its start and may run into the next day, so
-        the first day of the range and its last two are never taken from the rollups."""
+        the first day of the range and its last two are never taken from the rollups. For a
+        breakdown by the custom property ``property_key``, the days that had too many values
+        of it to roll up are not taken either."""
         if self.filters or self.rolled_days:
             return self.rolled_days
         first = self.rng.start_utc.date() + timedelta(days=1)
         last = self.rng.end_utc.date() - timedelta(days=2)
         if last < first:
             return []
-        rows = store.query(
-            "SELECT session_day, max(version) FROM rollup_days "
+        params = {"project": self.project_id, "r0": first, "r1": last, "key": property_key}
+        sql = (
+            "SELECT session_day, max(version) AS version FROM rollup_days "
             "WHERE project_id = {project:String} AND session_day BETWEEN {r0:Date} AND {r1:Date} "
-            "GROUP BY session_day ORDER BY session_day",
-            {"project": self.project_id, "r0": first, "r1": last},
+            "GROUP BY session_day"
         )
+        if property_key is not None:
+            sql = (
+                f"SELECT session_day, version FROM ({sql}) WHERE (session_day, version) NOT IN "
+                "(SELECT session_day, version FROM session_rollups "
+                "WHERE project_id = {project:String} AND dimension = 'prop-skipped' "
+                "AND session_day BETWEEN {r0:Date} AND {r1:Date} AND value = {key:String})"
+            )
+        rows = store.query(f"{sql} ORDER BY session_day", params)
         self.rolled_days = [(_as_date(d), int(v)) for d, v in rows]
         self.params.update(
             rolled_days=[d for d, _ in self.rolled_days],

@@ -24,8 +24,8 @@ log = logging.getLogger(__name__)
 def rollup_dimensions() -> dict[str, str]:
     """Every dimension rolled up from the sessions table and its value on a row of it ('' holds
     the day's totals): the session dimensions of the query API. The page dimension is rolled
-    up from the (session, page) table beside them, the event name from the report events and
-    the hostname from the events."""
+    up from the (session, page) table beside them, the event name and the custom properties
+    from the report events and the hostname from the events."""
     from svc.queries.dimensions import DIMENSIONS
 
     dims = {"": "''"}
@@ -111,6 +111,43 @@ _OTHER_EVENTS_DAY_SQL = _per_value_sql(
     f"WHERE {_DAY_EVENTS} AND name != 'page_view' GROUP BY session_id, value",
 )
 
+#: The custom properties of the events of a day's sessions, one row per (session, key, value):
+#: the events with that value of the key, page views among them.
+_PROPERTY_ROWS = f"""
+SELECT session_id, key, value, countIf(name = 'page_view') AS pv, count() AS ev
+FROM report_events ARRAY JOIN mapKeys(properties) AS key, mapValues(properties) AS value
+WHERE {_DAY_EVENTS} AND notEmpty(properties)
+GROUP BY session_id, key, value"""
+
+#: The keys with more values that day than the rollups hold (``{max_values}``).
+_SKIPPED_KEYS = (
+    f"SELECT key FROM ({_PROPERTY_ROWS}) GROUP BY key "
+    "HAVING uniqExact(value) > {max_values:UInt64}"
+)
+
+#: Custom properties: per key and value, as a breakdown by ``prop:<key>`` counts them (the
+#: events that carry the key); a key with too many values that day is named in a
+#: ``prop-skipped`` row instead, and its breakdown reads that day from the events.
+_PROPERTY_DAY_SQL = f"""
+INSERT INTO session_rollups
+SELECT {{project:String}}, concat('prop:', p.key), {{day:Date}}, p.value,
+    count(), sum(p.pv), sum(p.ev), countIf(s.pageviews = 1 AND s.events = 1),
+    countIf(s.pageviews > 0), sum(dateDiff('millisecond', s.first_ts, s.last_ts)),
+    uniqExact(s.visitor_id), {{version:UInt64}}
+FROM ({_PROPERTY_ROWS}) AS p
+INNER JOIN (
+    SELECT session_id, visitor_id, pageviews, events, first_ts, last_ts FROM sessions FINAL
+    WHERE project_id = {{project:String}} AND session_day = {{day:Date}}
+) AS s ON s.session_id = p.session_id
+WHERE p.key NOT IN ({_SKIPPED_KEYS})
+GROUP BY p.key, p.value
+"""
+_SKIPPED_PROPERTIES_DAY_SQL = f"""
+INSERT INTO session_rollups (project_id, dimension, session_day, value, version)
+SELECT {{project:String}}, 'prop-skipped', {{day:Date}}, key, {{version:UInt64}}
+FROM ({_SKIPPED_KEYS})
+"""
+
 #: The hostname: per hostname, the events of the day's sessions on it.
 _HOSTNAME_DAY_SQL = _per_value_sql(
     "hostname",
@@ -123,8 +160,9 @@ class Rollups:
     """Keeps ``session_rollups`` current; :meth:`refresh` is called now and then (the
     runtime's housekeeping), from a worker thread."""
 
-    def __init__(self, store: EventStore) -> None:
+    def __init__(self, store: EventStore, max_property_values: int = 1000) -> None:
         self.store = store
+        self.max_property_values = max_property_values
         self._sql = _day_sql()
         self._checked_since: datetime | None = None
         self.days_computed = 0  # since start, for /health
@@ -143,13 +181,20 @@ class Rollups:
 
     def compute(self, project_id: str, day: date, version: int) -> None:
         """(Re)compute one day of one project under ``version``, then make it current."""
-        params = {"project": project_id, "day": day, "version": version}
+        params = {
+            "project": project_id,
+            "day": day,
+            "version": version,
+            "max_values": self.max_property_values,
+        }
         with self.store.write_lock:  # never between an insert's tables (EventStore.write_lock)
             self.store.client.command(self._sql, parameters=params)
             self.store.client.command(_PAGE_DAY_SQL, parameters=params)
             self.store.client.command(_EVENT_DAY_SQL, parameters=params)
             self.store.client.command(_OTHER_EVENTS_DAY_SQL, parameters=params)
             self.store.client.command(_HOSTNAME_DAY_SQL, parameters=params)
+            self.store.client.command(_PROPERTY_DAY_SQL, parameters=params)
+            self.store.client.command(_SKIPPED_PROPERTIES_DAY_SQL, parameters=params)
         self.store.client.command(
             "INSERT INTO rollup_days (project_id, session_day, version) "
             "VALUES ({project:String}, {day:Date}, {version:UInt64})",
