@@ -60,9 +60,9 @@ def metrics_sql(scope: QueryScope) -> str:
 
 def query_metrics(store: EventStore, scope: QueryScope) -> Metrics:
     scope.load_edges(store)
-    if scope.filters:
+    if scope.filters and not scope.drops_reported_events:
         return _from_rows(store.query_named(metrics_sql(scope), scope.params))
-    return _unfiltered(store, scope)
+    return _with_rollups(store, scope)
 
 
 def _from_rows(rows: list[dict[str, Any]]) -> Metrics:
@@ -79,10 +79,11 @@ def _from_rows(rows: list[dict[str, Any]]) -> Metrics:
     return result
 
 
-def _unfiltered(store: EventStore, scope: QueryScope) -> Metrics:
-    """Without filters: the days wholly inside the range from the daily rollups, the rest
-    from the session rows. Every figure adds up over days, visitors too (a stored visitor id
-    belongs to one day: svc.ingestion.identity.stored_visitor_id)."""
+def _with_rollups(store: EventStore, scope: QueryScope) -> Metrics:
+    """Without filters, or with one that drops only reported events: the days wholly inside
+    the range from the daily rollups (less what the filter drops), the rest from the session
+    rows. Every figure adds up over days, visitors too (a stored visitor id belongs to one
+    day: svc.ingestion.identity.stored_visitor_id)."""
     result = Metrics()
     sources: dict[str, int] = {}
 
@@ -94,10 +95,14 @@ def _unfiltered(store: EventStore, scope: QueryScope) -> Metrics:
         result.sessions_with_pageview += int(row["sessions_with_pv"])
         result.duration_ms += int(row["duration_ms"])
 
-    rolled_up = scope.load_rollups(store)  # first: the session rows then leave those days out
+    # first: the session rows then leave those days out
+    rolled_up = scope.load_rollups(store, less_dropped=True)
     statements = [(metrics_sql(scope), scope.params)]  # the other days
     if rolled_up:
         statements.append((scope.rollup_sql(["", "source"]), scope.params))
+        if scope.filters:  # it drops reported events: what it drops from the rolled days
+            statements.append((scope.gone_sessions_sql(DIMENSIONS["source"]), scope.params))
+            statements.append((scope.dropped_events_sql(), scope.params))
     rest, *rolled = store.query_named_together(*statements)
     for row in rolled[0] if rolled else ():
         if row["dimension"] == "":
@@ -111,5 +116,35 @@ def _unfiltered(store: EventStore, scope: QueryScope) -> Metrics:
             result.visitors += int(row["visitors"])
         else:
             sources[row["src"]] = sources.get(row["src"], 0) + int(row["sessions"])
+    if len(rolled) == 3:
+        _take_dropped(store, scope, result, sources, gone=rolled[1], dropped=rolled[2][0])
     result.traffic_sources = dict(sorted(sources.items(), key=lambda kv: (-kv[1], kv[0])))
     return result
+
+
+def _take_dropped(
+    store: EventStore,
+    scope: QueryScope,
+    result: Metrics,
+    sources: dict[str, int],
+    gone: list[dict[str, Any]],
+    dropped: dict[str, Any],
+) -> None:
+    """Take from the figures of the rolled days what the filter drops from them: its page
+    views and events, and the sessions it drops whole (every event of theirs), with their
+    bounces, duration, source and visitors, but those visitors who keep another session."""
+    result.pageviews -= int(dropped["pageviews"])
+    result.events -= int(dropped["events"])
+    for row in gone:
+        sessions = int(row["sessions"])
+        if row["value"] != "":
+            sources[row["value"]] -= sessions
+            if not sources[row["value"]]:
+                del sources[row["value"]]
+        elif sessions:  # the ROLLUP row
+            result.sessions -= sessions
+            result.bounces -= int(row["bounces"])
+            result.sessions_with_pageview -= int(row["sessions_with_pv"])
+            result.duration_ms -= int(row["duration_ms"])
+            kept = store.query_named(scope.kept_visitors_sql(), scope.params)[0]["visitors"]
+            result.visitors -= int(row["visitors"]) - int(kept)

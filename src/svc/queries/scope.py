@@ -86,6 +86,9 @@ class QueryScope:
         #: The one event filter whose negation only reported events pass (see counts_in_range),
         #: its negation's condition
         self._dropped: str | None = None
+        #: Whether it may drop page views (a property's value; an event name never names
+        #: ``page_view`` here: Filter.selects_reported_events)
+        self._drops_page_views = False
         for i, f in enumerate(self.filters):
             self.params.update(dict(f.params))
             if f.dimension.level == "event":
@@ -101,6 +104,7 @@ class QueryScope:
             if negation is not None and negation.selects_reported_events:
                 i = self.filters.index(event_filters[0])
                 self._dropped, values = negation.condition(negation.dimension.column, f"fv{i}")
+                self._drops_page_views = negation.dimension.name != "event"
                 self.params.update(values)
 
     def bind(self, name: str, value: Any) -> str:
@@ -325,16 +329,25 @@ class QueryScope:
         others = self.event_rows(dim, only="name != 'page_view'", table="report_events")
         return f"{views} UNION ALL {others}"
 
+    @property
+    def drops_reported_events(self) -> bool:
+        """Whether the one filter drops only reported events (``event:is_not:signup``): a
+        report that can take away what it drops (:meth:`gone_sessions_sql`,
+        :meth:`dropped_events_sql`) may still read the rolled days from the rollups."""
+        return self._dropped is not None and len(self.filters) == 1
+
     def load_rollups(
-        self, store: EventStore, property_key: str | None = None
+        self, store: EventStore, property_key: str | None = None, less_dropped: bool = False
     ) -> list[tuple[date, int]]:
         """The rolled-up days (svc.storage.rollups) wholly inside the range, with their
-        current versions, for a report without filters; the session rows then leave them
+        current versions, for a report without filters (or, with ``less_dropped``, one whose
+        filter :attr:`drops_reported_events`); the session rows then leave them
         out. A session is keyed by the day of its start and may run into the next day, so
         the first day of the range and its last two are never taken from the rollups. For a
         breakdown by the custom property ``property_key``, the days that had too many values
         of it to roll up are not taken either."""
-        if self.filters or self.rolled_days:
+        filtered = bool(self.filters) and not (less_dropped and self.drops_reported_events)
+        if filtered or self.rolled_days:
             return self.rolled_days
         first = self.rng.start_utc.date() + timedelta(days=1)
         last = self.rng.end_utc.date() - timedelta(days=2)
@@ -360,6 +373,59 @@ class QueryScope:
             rolled_versions=[v for _, v in self.rolled_days],
         )
         return self.rolled_days
+
+    def _dropped_in_rolled_days(self) -> str:
+        """Per session of the rolled days with events the filter drops: its key ``k`` and the
+        dropped page views ``pv`` and events ``ev`` (every event of such a session is in the
+        range: see :meth:`load_rollups`)."""
+        assert self.drops_reported_events and self._dropped is not None and self.rolled_days
+        days = "toDate(session_start) IN {rolled_days:Array(Date)}"
+        return self._counts_by_session("report_events", f"({self._dropped}) AND {days}")
+
+    def dropped_events_sql(self) -> str:
+        """The page views and events the filter drops from the rolled days, to take from
+        their rollups."""
+        return (
+            "SELECT sum(pv) AS pageviews, sum(ev) AS events "
+            f"FROM ({self._dropped_in_rolled_days()})"
+        )
+
+    def _gone_sessions(self) -> str:
+        """The rows of ``sessions AS s`` on the rolled days whose every event the filter
+        drops (none with a page view, unless it drops page views: checked first, the
+        cheaper test)."""
+        no_views = "" if self._drops_page_views else "AND s.pageviews = 0 "
+        return (
+            "FROM sessions AS s FINAL WHERE s.project_id = {project:String} "
+            f"AND s.session_day IN {{rolled_days:Array(Date)}} {no_views}"
+            f"AND ({session_key('s.')}, s.events) IN "
+            f"(SELECT k, ev FROM ({self._dropped_in_rolled_days()}))"
+        )
+
+    def gone_sessions_sql(self, dim: Dimension) -> str:
+        """The sessions of the rolled days that the filter drops whole, per value of the
+        session dimension ``dim`` and a ROLLUP row (''), with the figures to take from the
+        rollups: sessions, bounces, sessions with a page view, duration, and their visitors
+        (less those who kept another session: :meth:`kept_visitors_sql`)."""
+        return (
+            f"SELECT s.{dim.session_column()} AS value, count() AS sessions, "
+            "countIf(s.pageviews = 1 AND s.events = 1) AS bounces, "
+            "countIf(s.pageviews > 0) AS sessions_with_pv, "
+            "sum(dateDiff('millisecond', s.first_ts, s.last_ts)) AS duration_ms, "
+            f"uniqExact(s.visitor_id) AS visitors {self._gone_sessions()} "
+            "GROUP BY value WITH ROLLUP"
+        )
+
+    def kept_visitors_sql(self) -> str:
+        """How many visitors of the sessions the filter drops whole on the rolled days keep
+        another session there (they still count)."""
+        return (
+            "SELECT uniqExact(s.visitor_id) AS visitors FROM sessions AS s FINAL "
+            "WHERE s.project_id = {project:String} AND s.session_day IN {rolled_days:Array(Date)} "
+            f"AND s.visitor_id IN (SELECT s.visitor_id {self._gone_sessions()}) "
+            f"AND ({session_key('s.')}, s.events) NOT IN "
+            f"(SELECT k, ev FROM ({self._dropped_in_rolled_days()}))"
+        )
 
     def rollup_sql(self, dimensions: Sequence[str]) -> str:
         """Sums of the current rollups of the rolled days (see :meth:`load_rollups`), per
@@ -418,7 +484,10 @@ class QueryScope:
             source += f" INNER JOIN ({self.matching_sessions()}) AS m ON m.k = {session_key('s.')}"
             pv, ev, in_range = "m.pv", "m.ev", True
         elif self._dropped is not None:  # the sessions' own counts less the dropped events'
-            dropped = self._counts_by_session("report_events", f"({self._dropped})")
+            condition = f"({self._dropped})"
+            if self.rolled_days:  # their sessions are left out below
+                condition += " AND toDate(session_start) NOT IN {rolled_days:Array(Date)}"
+            dropped = self._counts_by_session("report_events", condition)
             source += f" LEFT JOIN ({dropped}) AS n ON n.k = {session_key('s.')}"
             pv, ev = "s.pageviews - n.pv", "s.events - n.ev"
         elif self._event_conditions:  # page filters: the sessions with a matching page
