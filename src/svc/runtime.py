@@ -64,7 +64,7 @@ class Runtime:
         self.auth: Authenticator | None = None
         self.generated_admin_token: str | None = None
         self._housekeeping: asyncio.Task[None] | None = None
-        self.rollups = Rollups(self.store, settings.rollup_max_property_values)
+        self.rollups = Rollups(self.store)
         self._rolling_up: asyncio.Task[None] | None = None
         self._lock_fd: int | None = None
 

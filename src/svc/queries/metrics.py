@@ -138,9 +138,12 @@ def _take_dropped(
     for row in gone:
         sessions = int(row["sessions"])
         if row["value"] != "":
-            sources[row["value"]] -= sessions
-            if not sources[row["value"]]:
-                del sources[row["value"]]
+            # (a rollup a late event has not reached yet may lack the source)
+            left = sources.get(row["value"], 0) - sessions
+            if left > 0:
+                sources[row["value"]] = left
+            else:
+                sources.pop(row["value"], None)
         elif sessions:  # the ROLLUP row
             result.sessions -= sessions
             result.bounces -= int(row["bounces"])

@@ -160,9 +160,8 @@ class Rollups:
     """Keeps ``session_rollups`` current; :meth:`refresh` is called now and then (the
     runtime's housekeeping), from a worker thread."""
 
-    def __init__(self, store: EventStore, max_property_values: int = 1000) -> None:
+    def __init__(self, store: EventStore) -> None:
         self.store = store
-        self.max_property_values = max_property_values
         self._sql = _day_sql()
         self._checked_since: datetime | None = None
         self.days_computed = 0  # since start, for /health
@@ -185,7 +184,7 @@ class Rollups:
             "project": project_id,
             "day": day,
             "version": version,
-            "max_values": self.max_property_values,
+            "max_values": self.store.settings.rollup_max_property_values,
         }
         with self.store.write_lock:  # never between an insert's tables (EventStore.write_lock)
             self.store.client.command(self._sql, parameters=params)
