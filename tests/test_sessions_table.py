@@ -107,16 +107,32 @@ def test_session_filter_keeps_whole_sessions(server: Server, edges: dict) -> Non
     assert [p["pageviews"] for p in ts["points"]] == [2, 4]
 
 
+#: A range from the day before PREV to today: PREV and DAY wholly inside it (rolled up).
+WIDE = {"from": (PREV - timedelta(days=1)).date().isoformat()}
+
+
+def rolled_up_project(srv: Server, name: str, events: list[dict[str, Any]]) -> dict[str, Any]:
+    """Start ``srv`` rolling up every 0.2 s, send ``events`` to a new project, and wait until
+    PREV and DAY are rolled up; returns the project."""
+    srv.env["SVC_ROLLUP_INTERVAL_SECONDS"] = "0.2"
+    srv.start()
+    p = srv.create_project(name, domains=["acme.test"])
+    assert srv.send(p["keys"]["secret"], events).json()["accepted"] == len(events)
+    srv.wait_loaded()
+    deadline = time.monotonic() + 30
+    while httpx.get(srv.url + "/health").json()["store"]["rolledUpDays"] < 2:
+        assert time.monotonic() < deadline, "the days were not rolled up"
+        time.sleep(0.2)
+    return p
+
+
 def test_daily_rollups_give_the_same_answers(fresh_server: Server) -> None:
     """Days wholly inside a range are read from the daily rollups once they exist; the
     answers are the same as from the sessions table and from the events."""
     srv = fresh_server
-    srv.env["SVC_ROLLUP_INTERVAL_SECONDS"] = "0.2"
     # "plan" has two values on DAY (free, pro): too many, so that day is read from the events;
     # on PREV it has one, and "via" one: rolled up
     srv.env["SVC_ROLLUP_MAX_PROPERTY_VALUES"] = "1"
-    srv.start()
-    p = srv.create_project("rolled", domains=["acme.test"])
     reported = [
         {**e, "properties": {**e["properties"], "via": "mail"}} if e["event"] == "click" else e
         for e in REPORTED_EVENTS
@@ -125,37 +141,31 @@ def test_daily_rollups_give_the_same_answers(fresh_server: Server) -> None:
         {**e, "ip": e["ip"].replace("10.0.0.", "10.0.1.")}
         for e in sorted(EDGE_EVENTS + reported, key=lambda e: e["ts"])
     ]
-    assert srv.send(p["keys"]["secret"], events).json()["accepted"] == len(events)
-    srv.wait_loaded()
-    deadline = time.monotonic() + 30
-    while httpx.get(srv.url + "/health").json()["store"]["rolledUpDays"] < 2:
-        assert time.monotonic() < deadline, "the days were not rolled up"
-        time.sleep(0.2)
-    wide = {"from": (PREV - timedelta(days=1)).date().isoformat()}  # to today: PREV, DAY inside
-    rolled = get(srv, p, "/metrics", **wide)
-    events_path = get(srv, p, "/metrics", filter=EVENTS_PATH, **wide)
+    p = rolled_up_project(srv, "rolled", events)
+    rolled = get(srv, p, "/metrics", **WIDE)
+    events_path = get(srv, p, "/metrics", filter=EVENTS_PATH, **WIDE)
     for key in ("pageviews", "sessions", "visitors", "events", "bounceRate", "trafficSources"):
         assert rolled[key] == events_path[key], key
     assert (rolled["pageviews"], rolled["sessions"], rolled["bounceRate"]) == (7, 4, "25.0%")
     assert rolled["trafficSources"] == {"bing": 1, "direct": 2, "reddit": 1}
     for by in ("source", "entry_page", "exit_page", "browser", "event", "hostname", "prop:plan"):
         for order in ("-visitors", "value", "-bounceRate"):
-            args = {**wide, "by": by, "order": order}
+            args = {**WIDE, "by": by, "order": order}
             table = get(srv, p, "/metrics/breakdown", **args)
             events = get(srv, p, "/metrics/breakdown", filter=EVENTS_PATH, **args)
             assert table == events, (by, order)
-    paged = get(srv, p, "/metrics/breakdown", by="entry_page", limit=1, offset=1, **wide)
+    paged = get(srv, p, "/metrics/breakdown", by="entry_page", limit=1, offset=1, **WIDE)
     assert (paged["totalRows"], [r["value"] for r in paged["rows"]]) == (4, ["/w"])
-    via = get(srv, p, "/metrics/breakdown", by="prop:via", **wide)
-    assert via == get(srv, p, "/metrics/breakdown", by="prop:via", filter=EVENTS_PATH, **wide)
+    via = get(srv, p, "/metrics/breakdown", by="prop:via", **WIDE)
+    assert via == get(srv, p, "/metrics/breakdown", by="prop:via", filter=EVENTS_PATH, **WIDE)
     assert [(r["value"], r["sessions"], r["events"]) for r in via["rows"]] == [("mail", 1, 1)]
     # pro: X's click and signup, and W's page view /w (a bounce); free: Y's signup
-    plan = get(srv, p, "/metrics/breakdown", by="prop:plan", **wide)
+    plan = get(srv, p, "/metrics/breakdown", by="prop:plan", **WIDE)
     assert [
         (r["value"], r["visitors"], r["sessions"], r["pageviews"], r["events"], r["bounceRate"])
         for r in plan["rows"]
     ] == [("pro", 2, 2, 1, 3, "50.0%"), ("free", 1, 1, 0, 1, "0.0%")]
-    names = get(srv, p, "/metrics/breakdown", by="event", order="value", **wide)
+    names = get(srv, p, "/metrics/breakdown", by="event", order="value", **WIDE)
     assert [(r["value"], r["sessions"], r["events"]) for r in names["rows"]] == [
         ("click", 1, 1),
         ("page_view", 4, 7),
@@ -167,10 +177,10 @@ def test_daily_rollups_give_the_same_answers(fresh_server: Server) -> None:
     assert srv.send(p["keys"]["secret"], late).status_code == 200
     srv.wait_loaded()
     deadline = time.monotonic() + 30
-    while get(srv, p, "/metrics", **wide)["sessions"] != 5:
+    while get(srv, p, "/metrics", **WIDE)["sessions"] != 5:
         assert time.monotonic() < deadline, "the late event did not reach the rollups"
         time.sleep(0.2)
-    assert get(srv, p, "/metrics", **wide)["trafficSources"]["duckduckgo"] == 1
+    assert get(srv, p, "/metrics", **WIDE)["trafficSources"]["duckduckgo"] == 1
 
 
 #: For filters that drop reported events only, over rolled-up days (addresses 10.0.3.x):
@@ -198,22 +208,13 @@ def test_filters_that_drop_reported_events_over_rolled_days(fresh_server: Server
     visitors, but a visitor who keeps another session. Worked out by hand, and the same as
     the events path."""
     srv = fresh_server
-    srv.env["SVC_ROLLUP_INTERVAL_SECONDS"] = "0.2"
-    srv.start()
-    p = srv.create_project("dropping", domains=["acme.test"])
     events = [{**e, "ip": e["ip"].replace("10.0.0.", "10.0.3.")} for e in DROPPED_EVENTS]
-    assert srv.send(p["keys"]["secret"], events).json()["accepted"] == len(events)
-    srv.wait_loaded()
-    deadline = time.monotonic() + 30
-    while httpx.get(srv.url + "/health").json()["store"]["rolledUpDays"] < 2:
-        assert time.monotonic() < deadline, "the days were not rolled up"
-        time.sleep(0.2)
-    wide = {"from": (PREV - timedelta(days=1)).date().isoformat()}  # to today: PREV, DAY inside
-    m = get(srv, p, "/metrics", filter="event:is_not:signup", **wide)
+    p = rolled_up_project(srv, "dropping", events)
+    m = get(srv, p, "/metrics", filter="event:is_not:signup", **WIDE)
     # sessions 41b, 43, 44, 45; 41b and 44 are bounces of the three with a page view
     assert (m["sessions"], m["visitors"], m["pageviews"], m["events"]) == (4, 4, 3, 4)
     assert (m["bounceRate"], m["trafficSources"]) == ("66.7%", {"direct": 4})
-    m = get(srv, p, "/metrics", filter="prop:plan:is_not:pro", **wide)
+    m = get(srv, p, "/metrics", filter="prop:plan:is_not:pro", **WIDE)
     # 41a and 44 dropped whole (41 keeps 41b); 42, 43 and 45 keep everything: 1 + 1 + 2 + 2
     assert (m["sessions"], m["visitors"], m["pageviews"], m["events"]) == (4, 4, 2, 6)
     for flt, same in (
@@ -222,11 +223,27 @@ def test_filters_that_drop_reported_events_over_rolled_days(fresh_server: Server
         ("event:is_not:click", "event:not_matches:^click$"),
         ("prop:plan:is_not:pro", "prop:plan:not_matches:^pro$"),
     ):
-        rolled = get(srv, p, "/metrics", filter=flt, **wide)
-        events_path = get(srv, p, "/metrics", filter=same, **wide)
-        for key in ("pageviews", "sessions", "visitors", "events", "bounceRate", "trafficSources"):
-            assert rolled[key] == events_path[key], (flt, key)
-        assert rolled["avgSessionDuration"] == events_path["avgSessionDuration"], flt
+        assert_same_metrics(srv, p, flt, same, WIDE)
+
+
+def assert_same_metrics(
+    srv: Server, p: dict, flt: str, same: str, params: dict[str, str]
+) -> dict[str, Any]:
+    """GET /metrics under ``flt`` and under ``same``, a filter that keeps the same events
+    (a regular expression: the events path), agree; returns the first."""
+    table = get(srv, p, "/metrics", filter=flt, **params)
+    events = get(srv, p, "/metrics", filter=same, **params)
+    for key in (
+        "pageviews",
+        "sessions",
+        "visitors",
+        "events",
+        "bounceRate",
+        "trafficSources",
+        "avgSessionDuration",
+    ):
+        assert table[key] == events[key], (flt, key)
+    return table
 
 
 def test_stored_visitor_ids_are_day_scoped_and_reversible() -> None:
@@ -460,10 +477,7 @@ def test_reported_event_filters_and_breakdowns_read_report_events(
         ("event:not_contains:CLI", "event:not_matches:(?i)cli"),
         ("prop:plan:is_not:pro", "prop:plan:not_matches:^pro$"),
     ):
-        table = get(server, reported, "/metrics", filter=flt, **both)
-        events = get(server, reported, "/metrics", filter=same, **both)
-        for key in ("pageviews", "sessions", "visitors", "events", "bounceRate", "trafficSources"):
-            assert table[key] == events[key], (flt, key)
+        table = assert_same_metrics(server, reported, flt, same, both)
         for by in ("source", "event", "page", "prop:plan"):
             args = {**both, "by": by, "order": "value"}
             table_rows = get(server, reported, "/metrics/breakdown", filter=flt, **args)

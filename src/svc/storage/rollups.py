@@ -59,14 +59,15 @@ GROUP BY project_id, session_day, dimension, value
 """
 
 
-def _per_value_sql(dimension: str, rows: str) -> str:
-    """Rows of ``dimension`` for a day from ``rows`` (``session_id``, ``value``, ``pv``,
-    ``ev``: one per session of the day and value), with the figures of the sessions in each
-    (as a breakdown by an event dimension counts them: the value's page views and events,
-    bounce and duration of the whole session)."""
+def _per_value_sql(dimension: str, rows: str, where: str = "1") -> str:
+    """Rows of ``dimension`` (an SQL expression over a row ``p`` of ``rows``: the name as a
+    literal, or made from a column) for a day from ``rows`` (``session_id``, ``value``,
+    ``pv``, ``ev``: one per session of the day and value) that meet ``where``, with the
+    figures of the sessions in each (as a breakdown by an event dimension counts them: the
+    value's page views and events, bounce and duration of the whole session)."""
     return f"""
 INSERT INTO session_rollups
-SELECT {{project:String}}, '{dimension}', {{day:Date}}, p.value,
+SELECT {{project:String}}, {dimension} AS dimension_name, {{day:Date}}, p.value,
     count(), sum(p.pv), sum(p.ev), countIf(s.pageviews = 1 AND s.events = 1),
     countIf(s.pageviews > 0), sum(dateDiff('millisecond', s.first_ts, s.last_ts)),
     uniqExact(s.visitor_id), {{version:UInt64}}
@@ -75,7 +76,8 @@ INNER JOIN (
     SELECT session_id, visitor_id, pageviews, events, first_ts, last_ts FROM sessions FINAL
     WHERE project_id = {{project:String}} AND session_day = {{day:Date}}
 ) AS s ON s.session_id = p.session_id
-GROUP BY p.value
+WHERE {where}
+GROUP BY dimension_name, p.value
 """
 
 
@@ -88,7 +90,7 @@ _DAY_EVENTS = """project_id = {project:String}
 #: The page dimension: one row per page with page views that day (a page breakdown counts
 #: page views only).
 _PAGE_DAY_SQL = _per_value_sql(
-    "page",
+    "'page'",
     "SELECT session_id, path AS value, pageviews AS pv, pageviews AS ev FROM session_pages FINAL "
     "WHERE project_id = {project:String} AND session_day = {day:Date} AND pageviews > 0",
 )
@@ -106,7 +108,7 @@ WHERE project_id = {project:String} AND session_day = {day:Date} AND pageviews >
 HAVING count() > 0
 """
 _OTHER_EVENTS_DAY_SQL = _per_value_sql(
-    "event",
+    "'event'",
     "SELECT session_id, toString(name) AS value, 0 AS pv, count() AS ev FROM report_events "
     f"WHERE {_DAY_EVENTS} AND name != 'page_view' GROUP BY session_id, value",
 )
@@ -128,20 +130,9 @@ _SKIPPED_KEYS = (
 #: Custom properties: per key and value, as a breakdown by ``prop:<key>`` counts them (the
 #: events that carry the key); a key with too many values that day is named in a
 #: ``prop-skipped`` row instead, and its breakdown reads that day from the events.
-_PROPERTY_DAY_SQL = f"""
-INSERT INTO session_rollups
-SELECT {{project:String}}, concat('prop:', p.key), {{day:Date}}, p.value,
-    count(), sum(p.pv), sum(p.ev), countIf(s.pageviews = 1 AND s.events = 1),
-    countIf(s.pageviews > 0), sum(dateDiff('millisecond', s.first_ts, s.last_ts)),
-    uniqExact(s.visitor_id), {{version:UInt64}}
-FROM ({_PROPERTY_ROWS}) AS p
-INNER JOIN (
-    SELECT session_id, visitor_id, pageviews, events, first_ts, last_ts FROM sessions FINAL
-    WHERE project_id = {{project:String}} AND session_day = {{day:Date}}
-) AS s ON s.session_id = p.session_id
-WHERE p.key NOT IN ({_SKIPPED_KEYS})
-GROUP BY p.key, p.value
-"""
+_PROPERTY_DAY_SQL = _per_value_sql(
+    "concat('prop:', p.key)", _PROPERTY_ROWS, where=f"p.key NOT IN ({_SKIPPED_KEYS})"
+)
 _SKIPPED_PROPERTIES_DAY_SQL = f"""
 INSERT INTO session_rollups (project_id, dimension, session_day, value, version)
 SELECT {{project:String}}, 'prop-skipped', {{day:Date}}, key, {{version:UInt64}}
@@ -150,7 +141,7 @@ FROM ({_SKIPPED_KEYS})
 
 #: The hostname: per hostname, the events of the day's sessions on it.
 _HOSTNAME_DAY_SQL = _per_value_sql(
-    "hostname",
+    "'hostname'",
     "SELECT session_id, toString(hostname) AS value, countIf(name = 'page_view') AS pv, "
     f"count() AS ev FROM events WHERE {_DAY_EVENTS} GROUP BY session_id, value",
 )
