@@ -408,7 +408,7 @@ class QueryScope:
         rollups: sessions, bounces, sessions with a page view, duration, and their visitors
         (less those who kept another session: :meth:`kept_visitors_sql`)."""
         return (
-            f"SELECT s.{dim.session_column()} AS value, count() AS sessions, "
+            f"SELECT {dim.session_column()} AS value, count() AS sessions, "
             "countIf(s.pageviews = 1 AND s.events = 1) AS bounces, "
             "countIf(s.pageviews > 0) AS sessions_with_pv, "
             "sum(dateDiff('millisecond', s.first_ts, s.last_ts)) AS duration_ms, "
