@@ -14,7 +14,12 @@ from typing import Any
 
 from svc.errors import InvalidRequest
 from svc.queries.dimensions import Dimension
-from svc.queries.scope import SESSION_AGGREGATES, QueryScope, session_metrics
+from svc.queries.scope import (
+    ROLLED_SESSION_AGGREGATES,
+    SESSION_AGGREGATES,
+    QueryScope,
+    session_metrics,
+)
 from svc.storage.events import EventStore
 
 ORDER_COLUMNS = {
@@ -110,6 +115,8 @@ def query_breakdown(
     elif kind == "page":
         scope.load_page_edges(store)
     # (the other rows count the events in the range themselves)
+    if kind == "session" and scope.load_rolled_sessions(store):  # with filters only
+        return _from_rolled_sessions(store, scope, dim, page)
     # the rollups hold the session dimensions, the page, the event name, the hostname and the
     # custom properties (each day but those with too many values of the key)
     key = dim.name.removeprefix("prop:") if dim.name.startswith("prop:") else None
@@ -139,19 +146,39 @@ def _from_rollups(
     """A breakdown without filters by a rolled-up dimension: the days wholly inside the range
     from the daily rollups, the rest from the session (and session page) rows, added up by
     value (every figure adds up over days, visitors too); then ordered and paged."""
-    totals: dict[str, dict[str, int]] = {}
-
-    def add(value: str, row: dict[str, Any]) -> None:
-        t = totals.setdefault(value, dict.fromkeys((*_SUMMED, "visitors"), 0))
-        for k in (*_SUMMED, "visitors"):
-            t[k] += int(row[k])
-
     rest = f"SELECT value, {SESSION_AGGREGATES} FROM ({_rows(scope, dim)}) GROUP BY value"
     rest_rows, rolled_rows = store.query_named_together(
         (rest, scope.params), (scope.rollup_sql([dim.name]), scope.params)
     )
-    for row in (*rolled_rows, *rest_rows):
-        add(row["value"], row)
+    return _added_up([*rolled_rows, *rest_rows], dim, page)
+
+
+def _from_rolled_sessions(
+    store: EventStore, scope: QueryScope, dim: Dimension, page: Page
+) -> dict[str, Any]:
+    """A breakdown by a session dimension with filters on session dimensions and the page:
+    the rolled days' sessions from ``rolled_sessions``, the rest from the session rows,
+    added up by value (visitors too: a visitor is a person on one day); then ordered and
+    paged."""
+    extra = {"value": dim}
+    rest = f"SELECT value, {SESSION_AGGREGATES} FROM ({scope.sessions(extra)}) GROUP BY value"
+    rolled = (
+        f"SELECT value, {ROLLED_SESSION_AGGREGATES} "
+        f"FROM ({scope.rolled_session_rows(extra)}) GROUP BY value"
+    )
+    rest_rows, rolled_rows = store.query_named_together(
+        (rest, scope.params), (rolled, scope.params)
+    )
+    return _added_up([*rolled_rows, *rest_rows], dim, page)
+
+
+def _added_up(rows: list[dict[str, Any]], dim: Dimension, page: Page) -> dict[str, Any]:
+    """The breakdown whose rows are ``rows`` added up by value, ordered and paged."""
+    totals: dict[str, dict[str, int]] = {}
+    for row in rows:
+        t = totals.setdefault(row["value"], dict.fromkeys((*_SUMMED, "visitors"), 0))
+        for k in (*_SUMMED, "visitors"):
+            t[k] += int(row[k])
     name = page.order.lstrip("-+")
     descending = page.order.startswith("-")
 

@@ -349,6 +349,39 @@ class QueryScope:
         filtered = bool(self.filters) and not (less_dropped and self.drops_reported_events)
         if filtered or self.rolled_days:
             return self.rolled_days
+        return self._take_rolled_days(self._current_rolled_days(store, property_key))
+
+    def load_rolled_sessions(self, store: EventStore) -> list[tuple[date, int]]:
+        """For a report with filters on session dimensions and the page only: the rolled-up
+        days wholly inside the range (as :meth:`load_rollups`), whose sessions it then reads
+        from ``rolled_sessions`` (:meth:`rolled_session_rows`), the other days from the
+        session rows. With a filter on the page, the 32-bit hashes of the matching paths of
+        those days are read first; none are taken if one of them is also the hash of a path
+        that does not match (the report then reads every day from the session rows)."""
+        if not self.filters or not self.pages_only or self.rolled_days:
+            return self.rolled_days
+        days = self._current_rolled_days(store)
+        if days and self._event_conditions:
+            paths = (  # the rollups' path rows (svc.storage.rollups)
+                "SELECT DISTINCT value AS path FROM session_rollups "
+                "WHERE project_id = {project:String} AND dimension = 'path' "
+                "AND (session_day, version) IN {days:Array(Tuple(Date, UInt64))}"
+            )
+            rows = store.query(
+                "SELECT xxHash32(path) AS h, max(matches), min(matches) FROM (SELECT path, "
+                f"{self.event_filter} AS matches FROM ({paths})) GROUP BY h HAVING max(matches)",
+                {**self.params, "days": days},
+            )
+            if any(not all_match for _, _, all_match in rows):  # a collision
+                return []
+            self.params["matching_hashes"] = [int(h) for h, _, _ in rows]
+        return self._take_rolled_days(days)
+
+    def _current_rolled_days(
+        self, store: EventStore, property_key: str | None = None
+    ) -> list[tuple[date, int]]:
+        """The rolled-up days wholly inside the range and their current versions (see
+        :meth:`load_rollups`)."""
         first = self.rng.start_utc.date() + timedelta(days=1)
         last = self.rng.end_utc.date() - timedelta(days=2)
         if last < first:
@@ -367,7 +400,11 @@ class QueryScope:
                 "AND session_day BETWEEN {r0:Date} AND {r1:Date} AND value = {key:String})"
             )
         rows = store.query(f"{sql} ORDER BY session_day", params)
-        self.rolled_days = [(_as_date(d), int(v)) for d, v in rows]
+        return [(_as_date(d), int(v)) for d, v in rows]
+
+    def _take_rolled_days(self, days: list[tuple[date, int]]) -> list[tuple[date, int]]:
+        """Leave ``days`` out of the session rows from now on; returns them."""
+        self.rolled_days = days
         self.params.update(
             rolled_days=[d for d, _ in self.rolled_days],
             rolled_versions=[v for _, v in self.rolled_days],
@@ -444,6 +481,37 @@ class QueryScope:
             "GROUP BY dimension, value"
         )
 
+    def rolled_session_rows(self, extra: dict[str, Dimension]) -> str:
+        """The session rows of the rolled days (:meth:`load_rolled_sessions`), from
+        ``rolled_sessions``: those that pass the session filters and have an event on a
+        matching page, with the columns of :meth:`sessions` (``extra`` maps alias -> session
+        dimension) that :data:`ROLLED_SESSION_AGGREGATES` reads, and ``multi``. Every event of
+        these sessions is in the range."""
+        pv, ev = "pageviews", "events"
+        if self._event_conditions:  # the page filters: the page views and events that match
+            matching = "h -> h IN {matching_hashes:Array(UInt32)}"
+            pv = f"arrayCount({matching}, page_hashes)"
+            ev = f"pv + arrayCount({matching}, event_hashes)"
+        cols = [
+            "visitor_id AS visitor",
+            "multi",
+            f"{pv} AS pv",
+            f"{ev} AS ev",
+            "pageviews AS all_pv",
+            "events AS all_ev",
+            "duration_ms AS dur",
+            *(f"{dim.session_column()} AS {alias}" for alias, dim in extra.items()),
+        ]
+        where = [
+            "project_id = {project:String}",
+            "session_day IN {rolled_days:Array(Date)}",
+            "version = transform(session_day, {rolled_days:Array(Date)}, "
+            "{rolled_versions:Array(UInt64)}, toUInt64(0))",
+            *(f"({c})" for c in self._session_row_conditions),
+        ]
+        rows = f"SELECT {', '.join(cols)} FROM rolled_sessions WHERE {' AND '.join(where)}"
+        return f"SELECT * FROM ({rows}) WHERE ev > 0"
+
     def _session_rows_where(self) -> str:
         """The rows of ``sessions AS s`` with an event in the range (give or take the edge
         corrections) that pass the session filters, on days not taken from the rollups."""
@@ -492,6 +560,8 @@ class QueryScope:
             pv, ev = "s.pageviews - n.pv", "s.events - n.ev"
         elif self._event_conditions:  # page filters: the sessions with a matching page
             days = "session_day BETWEEN {day0:Date} AND {day1:Date}"
+            if self.rolled_days:  # read from rolled_sessions instead
+                days += " AND session_day NOT IN {rolled_days:Array(Date)}"
             matching = (
                 f"SELECT {session_key()} AS k, sum(pageviews) AS pv, sum(events) AS ev "
                 f"FROM session_pages FINAL WHERE project_id = {{project:String}} AND {days} "
@@ -552,6 +622,16 @@ SESSION_AGGREGATES = (
     "sum(ev) AS events, countIf(all_pv = 1 AND all_ev = 1) AS bounces, "
     "countIf(all_pv > 0) AS sessions_with_pv, sum(dur) AS duration_ms"
 )
+
+
+#: :data:`SESSION_AGGREGATES` over :meth:`QueryScope.rolled_session_rows`: the visitors are
+#: the rows whose visitor has no other session that day, and the distinct visitors of the
+#: others (the same count; a set of a few visitors instead of all).
+ROLLED_SESSION_AGGREGATES = SESSION_AGGREGATES.replace(
+    "uniqExact(visitor) AS visitors",
+    "countIf(multi = 0) + uniqExactIf(visitor, multi = 1) AS visitors",
+)
+assert ROLLED_SESSION_AGGREGATES != SESSION_AGGREGATES
 
 
 def session_metrics(row: dict[str, Any]) -> dict[str, Any]:

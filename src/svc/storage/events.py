@@ -41,6 +41,7 @@ PROJECT_TABLES = (
     EVENT_HOURS_TABLE,
     REPORT_EVENTS_TABLE,
     "session_rollups",
+    "rolled_sessions",
     "rollup_days",
 )
 

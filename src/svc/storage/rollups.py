@@ -9,6 +9,8 @@ longer current are deleted some minutes later (:data:`KEEP_OLD_VERSIONS`).
 
 Rollups answer the reports without filters (GET /metrics) for the days wholly inside the
 range; the days at its ends and the days not rolled up yet are read from the sessions table.
+A rolled day's sessions are also written to ``rolled_sessions`` (migration 11), in the shape
+the breakdowns with filters on the page and session dimensions read.
 """
 
 from __future__ import annotations
@@ -147,9 +149,51 @@ _HOSTNAME_DAY_SQL = _per_value_sql(
 )
 
 
+#: The day's sessions as the reports with filters read them (storage/migrations/011): each
+#: with ``multi`` (its visitor has another session that day), its duration, and the hashes of
+#: the paths of its page views and of its other events, one per event.
+_SESSIONS_DAY_SQL = """
+INSERT INTO rolled_sessions
+SELECT s.project_id, s.session_day, {version:UInt64}, s.visitor_id,
+    s.visitor_id IN (
+        SELECT visitor_id FROM sessions FINAL
+        WHERE project_id = {project:String} AND session_day = {day:Date}
+        GROUP BY visitor_id HAVING count() > 1
+    ),
+    s.pageviews, s.events, dateDiff('millisecond', s.first_ts, s.last_ts),
+    s.entry_page, tupleElement(s.exit, 2), s.hostname, s.source, s.channel, s.referrer_host,
+    s.utm_source, s.utm_medium, s.utm_campaign, s.utm_content, s.utm_term,
+    s.country, s.region, s.city, s.browser, s.browser_version, s.os, s.os_version, s.device,
+    p.page_hashes, p.event_hashes
+FROM sessions AS s FINAL
+LEFT JOIN (
+    SELECT session_id,
+        arrayFlatten(groupArray(arrayWithConstant(pageviews, xxHash32(path)))) AS page_hashes,
+        arrayFlatten(groupArray(arrayWithConstant(events - pageviews, xxHash32(path))))
+            AS event_hashes
+    FROM session_pages FINAL
+    WHERE project_id = {project:String} AND session_day = {day:Date}
+    GROUP BY session_id
+) AS p ON p.session_id = s.session_id
+WHERE s.project_id = {project:String} AND s.session_day = {day:Date}
+"""
+
+#: The paths of the events of the day's sessions, a ``path`` row each (the hashes of those a
+#: filter on the page matches are worked out from them: QueryScope.load_rolled_sessions).
+_PATHS_DAY_SQL = """
+INSERT INTO session_rollups (project_id, dimension, session_day, value, version)
+SELECT DISTINCT {project:String}, 'path', {day:Date}, toString(path), {version:UInt64}
+FROM session_pages
+WHERE project_id = {project:String} AND session_day = {day:Date}
+"""
+
+#: The tables of rolled-up rows, each day's under its versions.
+_ROLLED_TABLES = ("session_rollups", "rolled_sessions")
+
+
 class Rollups:
-    """Keeps ``session_rollups`` current; :meth:`refresh` is called now and then (the
-    runtime's housekeeping), from a worker thread."""
+    """Keeps ``session_rollups`` and ``rolled_sessions`` current; :meth:`refresh` is called
+    now and then (the runtime's housekeeping), from a worker thread."""
 
     def __init__(self, store: EventStore) -> None:
         self.store = store
@@ -185,6 +229,8 @@ class Rollups:
             self.store.client.command(_HOSTNAME_DAY_SQL, parameters=params)
             self.store.client.command(_PROPERTY_DAY_SQL, parameters=params)
             self.store.client.command(_SKIPPED_PROPERTIES_DAY_SQL, parameters=params)
+            self.store.client.command(_SESSIONS_DAY_SQL, parameters=params)
+            self.store.client.command(_PATHS_DAY_SQL, parameters=params)
         self.store.client.command(
             "INSERT INTO rollup_days (project_id, session_day, version) "
             "VALUES ({project:String}, {day:Date}, {version:UInt64})",
@@ -192,16 +238,18 @@ class Rollups:
         )
         # Older versions go, once no reader can still be using one (a reader takes the
         # current version, then reads its rows at once).
-        self.store.client.command(
-            "DELETE FROM session_rollups WHERE project_id = {project:String} "
-            "AND session_day = {day:Date} AND version < {stale:UInt64}",
-            parameters={**params, "stale": version - int(KEEP_OLD_VERSIONS.total_seconds() * 1000)},
-        )
+        stale = version - int(KEEP_OLD_VERSIONS.total_seconds() * 1000)
+        for table in _ROLLED_TABLES:
+            self.store.client.command(
+                f"DELETE FROM {table} WHERE project_id = {{project:String}} "
+                "AND session_day = {day:Date} AND version < {stale:UInt64}",
+                parameters={**params, "stale": stale},
+            )
         self.days_computed += 1
 
     def forget(self, project_id: str) -> None:
         """Drop a project's rollups (its sessions were deleted or rebuilt)."""
-        for table in ("rollup_days", "session_rollups"):
+        for table in ("rollup_days", *_ROLLED_TABLES):
             self.store.client.command(
                 f"DELETE FROM {table} WHERE project_id = {{project:String}}",
                 parameters={"project": project_id},
