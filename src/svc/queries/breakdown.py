@@ -146,11 +146,7 @@ def _from_rollups(
     """A breakdown without filters by a rolled-up dimension: the days wholly inside the range
     from the daily rollups, the rest from the session (and session page) rows, added up by
     value (every figure adds up over days, visitors too); then ordered and paged."""
-    rest = f"SELECT value, {SESSION_AGGREGATES} FROM ({_rows(scope, dim)}) GROUP BY value"
-    rest_rows, rolled_rows = store.query_named_together(
-        (rest, scope.params), (scope.rollup_sql([dim.name]), scope.params)
-    )
-    return _added_up([*rolled_rows, *rest_rows], dim, page)
+    return _with_rolled_days(store, scope, dim, page, scope.rollup_sql([dim.name]))
 
 
 def _from_rolled_sessions(
@@ -160,12 +156,20 @@ def _from_rolled_sessions(
     the rolled days' sessions from ``rolled_sessions``, the rest from the session rows,
     added up by value (visitors too: a visitor is a person on one day); then ordered and
     paged."""
-    extra = {"value": dim}
-    rest = f"SELECT value, {SESSION_AGGREGATES} FROM ({scope.sessions(extra)}) GROUP BY value"
     rolled = (
         f"SELECT value, {ROLLED_SESSION_AGGREGATES} "
-        f"FROM ({scope.rolled_session_rows(extra)}) GROUP BY value"
+        f"FROM ({scope.rolled_session_rows({'value': dim})}) GROUP BY value"
     )
+    return _with_rolled_days(store, scope, dim, page, rolled)
+
+
+def _with_rolled_days(
+    store: EventStore, scope: QueryScope, dim: Dimension, page: Page, rolled: str
+) -> dict[str, Any]:
+    """The breakdown of the days not rolled up, from the rows of :func:`_rows`, and of the
+    rolled days, from ``rolled`` (per value, the figures of :data:`SESSION_AGGREGATES`), run
+    side by side and added up."""
+    rest = f"SELECT value, {SESSION_AGGREGATES} FROM ({_rows(scope, dim)}) GROUP BY value"
     rest_rows, rolled_rows = store.query_named_together(
         (rest, scope.params), (rolled, scope.params)
     )
