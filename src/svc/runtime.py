@@ -87,6 +87,7 @@ class Runtime:
         await asyncio.to_thread(self.meta.migrate)
         await asyncio.to_thread(self.salts.refresh, now_ms())
         await asyncio.to_thread(self.spool.recover)
+        await asyncio.to_thread(self.loader.quarantine.load_stats)
         try:
             await asyncio.to_thread(self.store.migrate)
             # What a previous run left in the spool goes into the store first: a segment it
@@ -150,15 +151,17 @@ class Runtime:
         pipeline = self.ingest.pipeline
         decoder = msgspec.json.Decoder()
         for path in paths:
-            for line in read_segment(path).splitlines():
-                if not line:
-                    continue
-                row = decoder.decode(line)
-                received = _ms_of(row["received_at"])
-                ts = _ms_of(row["ts"])
+            for line in read_segment(path).payload().splitlines():
+                try:
+                    row = decoder.decode(line)
+                    received = _ms_of(row["received_at"])
+                    ts = _ms_of(row["ts"])
+                    start = _ms_of(row["session_start"]) if row.get("session_start") else ts
+                    int(row["visitor_id"]), int(row["session_id"])
+                except (msgspec.DecodeError, KeyError, TypeError, ValueError):
+                    continue  # the loader quarantines what it cannot load
                 if row.get("event_id"):
                     pipeline.event_ids.seed([(row["project_id"], row["event_id"], received)])
-                start = _ms_of(row["session_start"]) if row.get("session_start") else ts
                 pipeline.sessions.seed(
                     [
                         (

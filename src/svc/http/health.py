@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 import resource
+import threading
 import time
+import weakref
 from typing import Any
 
 from starlette.requests import Request
@@ -14,6 +16,7 @@ from starlette.responses import Response
 from svc import __version__
 from svc.http.common import json_response, runtime_of
 from svc.runtime import Runtime
+from svc.spool.log import Spool
 from svc.timeutil import now_ms
 
 
@@ -34,6 +37,7 @@ def health_report(runtime: Runtime) -> dict[str, Any]:
     backlog_bytes = loader.backlog_bytes
     accepting = (
         runtime.ready_at is not None
+        and _disk_takes_writes(spool)
         and spool.writable()
         and backlog_bytes < runtime.settings.spool_max_backlog_bytes
         and meta["reachable"]
@@ -55,6 +59,10 @@ def health_report(runtime: Runtime) -> dict[str, Any]:
             "loadedEvents": loader.loaded_events,
             "loadedSegments": loader.loaded_segments,
             "loaderError": loader.last_error,
+            "quarantinedRecords": loader.quarantine.stats.entries,
+            "quarantinedBytes": loader.quarantine.stats.bytes,
+            "quarantineLastReason": loader.quarantine.stats.last_reason,
+            "tornTailsCut": spool.torn_tails_cut,
             **ingest.outcomes.to_json(),
             "liveSessions": len(ingest.pipeline.sessions),
             "rememberedEventIds": len(ingest.pipeline.event_ids),
@@ -77,6 +85,41 @@ def health_report(runtime: Runtime) -> dict[str, Any]:
             "maxRssBytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         },
     }
+
+
+class _WriteProbe:
+    """/health's own check that the spool's disk takes a write (a small file written,
+    fsynced and removed by ``Spool.probe_writable``, which clears the spool's last error when
+    it succeeds): so /health turns 200 again once a full disk has room, with no ingest
+    request to find out, and turns 503 on a disk that filled up before any request failed.
+    At most one probe a second; a /health meanwhile reads the last result."""
+
+    INTERVAL_S = 1.0
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.at = float("-inf")
+        self.ok = True
+
+    def check(self, spool: Spool) -> bool:
+        if time.monotonic() - self.at < self.INTERVAL_S or not self.lock.acquire(blocking=False):
+            return self.ok
+        try:
+            self.ok = spool.probe_writable()
+            self.at = time.monotonic()
+        finally:
+            self.lock.release()
+        return self.ok
+
+
+_PROBES: weakref.WeakKeyDictionary[Spool, _WriteProbe] = weakref.WeakKeyDictionary()
+
+
+def _disk_takes_writes(spool: Spool) -> bool:
+    probe = _PROBES.get(spool)
+    if probe is None:
+        probe = _PROBES.setdefault(spool, _WriteProbe())
+    return probe.check(spool)
 
 
 def _probe(ping: Any) -> dict[str, Any]:

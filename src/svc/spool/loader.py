@@ -1,9 +1,16 @@
 """The loader: moves ready spool segments into the event store, oldest first.
 
-Each segment is inserted with its name as ClickHouse's insert deduplication token, and is
-deleted only after the insert succeeded; a crash in between replays it at the next start and
-ClickHouse drops the duplicate block. While the store is unreachable the loader backs off and
-retries; ingestion keeps spooling.
+Each segment's good records are inserted with its name as ClickHouse's insert deduplication
+token, and the segment is deleted only after the insert succeeded; a crash in between replays it
+at the next start and ClickHouse drops the duplicate block. While the store is unreachable the
+loader backs off and retries; ingestion keeps spooling.
+
+The loader never stalls on bad data. Regions of a segment that fail their checksum are
+quarantined (:mod:`svc.spool.quarantine`). When the store refuses a segment while it answers
+other queries, the data is at fault: the segment's lines are inserted in halves, recursively,
+each part with a token derived from the segment's and the part's bounds (so a replay after a
+crash is dropped just the same), and each single line the store refuses is quarantined with
+its reason. Everything else goes in.
 """
 
 from __future__ import annotations
@@ -13,7 +20,9 @@ import contextlib
 import logging
 import time
 
+from svc.spool.frames import Scan, lines
 from svc.spool.log import Segment, Spool, read_segment
+from svc.spool.quarantine import Quarantine
 from svc.storage.events import EventStore
 
 log = logging.getLogger(__name__)
@@ -29,9 +38,11 @@ class Loader:
         *,
         max_backoff_s: float = 10.0,
         release_memory_s: float = 0.0,
+        quarantine: Quarantine | None = None,
     ) -> None:
         self.spool = spool
         self.store = store
+        self.quarantine = quarantine or Quarantine(spool.directory / "quarantine")
         self.max_backoff_s = max_backoff_s
         self.release_memory_s = release_memory_s  # see EventStore.release_memory; 0: never
         self._released_at = 0.0
@@ -106,6 +117,33 @@ class Loader:
 
     def _insert(self, data: bytes, token: str) -> None:
         self.store.insert_ndjson(data, token)
+
+    def _load_scan(self, segment: Segment, found: Scan) -> None:
+        """Insert the good records of ``segment`` and quarantine the rest (in a thread).
+        Raises when the store cannot be reached or the quarantine cannot be written: the
+        segment then stays, and the next try gives the same inserts the same tokens."""
+        name = segment.path.name
+        if found.bad:
+            raw = segment.path.read_bytes()
+            for bad in found.bad:
+                self.quarantine.put(name, bad.start, raw[bad.start : bad.end], bad.reason, None)
+        payload = found.payload()
+        if payload:
+            try:
+                self._insert(payload, segment.token)
+            except Exception as exc:
+                if not self._store_answers():
+                    raise
+                log.warning("the store refused %s, loading it line by line: %s", name, exc)
+                numbered = [
+                    (record.offset, line)
+                    for record in found.records
+                    for line in lines(record.payload)
+                ]
+                self._insert_parts(name, segment.token, numbered, 0, len(numbered), exc)
+        self._release_memory()
+
+    def _release_memory(self) -> None:
         now = time.monotonic()
         if self.release_memory_s and now - self._released_at >= self.release_memory_s:
             self._released_at = now
@@ -114,12 +152,44 @@ class Loader:
             except Exception as exc:  # only memory: never fail a load for it
                 log.debug("could not release the store's memory: %s", exc)
 
+    def _insert_parts(
+        self,
+        name: str,
+        token: str,
+        numbered: list[tuple[int, bytes]],
+        lo: int,
+        hi: int,
+        refusal: Exception,
+    ) -> None:
+        """Insert lines ``[lo, hi)`` (already refused as a whole with ``refusal``) in two
+        halves, each tried whole first; quarantine a single line the store refuses."""
+        if hi - lo == 1:
+            offset, line = numbered[lo]
+            reason = f"refused by the store: {type(refusal).__name__}: {refusal}"
+            self.quarantine.put(name, offset, line, reason, 1)
+            return
+        mid = (lo + hi) // 2
+        for a, b in ((lo, mid), (mid, hi)):
+            try:
+                self._insert(b"".join(line for _, line in numbered[a:b]), f"{token}/{a}-{b}")
+            except Exception as exc:
+                if not self._store_answers():
+                    raise
+                self._insert_parts(name, token, numbered, a, b, exc)
+
+    def _store_answers(self) -> bool:
+        """Whether the store answers a trivial query (a refusal is then the data's fault)."""
+        try:
+            self.store.insert_client.query("SELECT 1")
+        except Exception:
+            return False
+        return True
+
     async def _load_one(self, segment: Segment) -> bool:
         started = time.perf_counter()
         try:
-            data = await asyncio.to_thread(read_segment, segment.path)
-            if data:
-                await asyncio.to_thread(self._insert, data, segment.token)
+            found = await asyncio.to_thread(read_segment, segment)
+            await asyncio.to_thread(self._load_scan, segment, found)
         except Exception as exc:  # any store failure: keep the segment, retry later
             if self.last_error is None:
                 log.warning("loading %s failed, will retry: %s", segment.path.name, exc)
@@ -131,7 +201,7 @@ class Loader:
             self.spool.ready.pop(0)
         else:
             self.spool.ready = [s for s in self.spool.ready if s is not segment]
-        self.loaded_events += segment.events
+        self.loaded_events += found.events
         self.loaded_segments += 1
         self.last_load_ms = (time.perf_counter() - started) * 1000
         self.last_error = None

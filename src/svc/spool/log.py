@@ -1,13 +1,20 @@
-"""The durable spool: an append-only log of event rows on disk, with group commit.
+"""The durable spool: a write-ahead log of event rows on disk, with group commit.
 
 Request handlers call :meth:`Spool.append` with ready-made JSONEachRow lines and await it; the
-writer task writes everything waiting, makes it durable with one ``fdatasync`` and only then
-releases every waiting request. Requests that arrive during an fsync form the next group.
+writer task frames each request's lines as one checksummed record (:mod:`svc.spool.frames`),
+writes everything waiting, makes it durable with one ``fdatasync`` and only then releases every
+waiting request. Requests that arrive during an fsync form the next group.
 
-Segments are files ``<start ms>-<seq>.log`` while open and ``.ready`` once closed (past a size
-or an age). The loader inserts ready segments into the store and deletes them. At start-up a
-``.log`` left by a crash is closed: its complete lines are kept, a torn last line (never
-acknowledged) is cut off.
+A write or fsync that fails (a full disk, an I/O error) is undone before anyone is answered:
+the segment is truncated back to its last good record and closed, and every request of the
+group gets :class:`SpoolUnavailable` (a 503). So an answer that is not a 200 leaves nothing
+behind that a later load could store, and the next group starts a new segment.
+
+Segments are files ``<start ms>-<seq>-<node>.log`` while open and ``.ready`` once closed (past
+a size or an age). The loader inserts ready segments into the store and deletes them. At
+start-up a ``.log`` left by a crash is closed: its good records are kept and a torn tail (an
+incomplete last record, never acknowledged) is cut off; damaged records are left for the
+loader, which quarantines them (:mod:`svc.spool.quarantine`).
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from svc.spool.frames import Scan, frame, scan
+
 log = logging.getLogger(__name__)
 
 OPEN_SUFFIX = ".log"
@@ -30,12 +39,14 @@ READY_SUFFIX = ".ready"
 
 @dataclass
 class Segment:
-    """A closed spool file waiting for the loader."""
+    """A closed spool file waiting for the loader. ``limit``: only the bytes before it are
+    records (set when a failed write could not be truncated away)."""
 
     path: Path
     events: int
     bytes: int
     oldest_ms: int
+    limit: int | None = None
 
     @property
     def token(self) -> str:
@@ -66,7 +77,7 @@ class Spool:
         self.node_id = node_id
         self.on_ready = on_ready
         self.ready: list[Segment] = []
-        self._pending: list[bytes] = []
+        self._pending: list[tuple[bytes, int]] = []
         self._pending_events = 0
         self._pending_oldest_ms = 0
         self._waiters: list[asyncio.Future[None]] = []
@@ -82,7 +93,9 @@ class Spool:
         self._seq = 0
         self._start_ms = int(time.time() * 1000)
         self._closing = False
+        self._limit: int | None = None
         self.last_error: str | None = None
+        self.torn_tails_cut = 0
         self.appended_events = 0
         self.commits = 0
 
@@ -90,9 +103,10 @@ class Spool:
 
     def recover(self) -> list[Segment]:
         """Close segments a previous run left open and list every segment not loaded yet."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         for path in sorted(self.directory.glob("*" + OPEN_SUFFIX)):
-            _cut_torn_tail(path)
+            if _cut_torn_tail(path):
+                self.torn_tails_cut += 1
             target = path.with_suffix(READY_SUFFIX)
             if path.stat().st_size == 0:
                 path.unlink()
@@ -105,6 +119,7 @@ class Spool:
         return list(self.ready)
 
     async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
         self._task = asyncio.create_task(self._run(), name="spool-writer")
 
@@ -127,7 +142,7 @@ class Spool:
             self._probe()
         if not self._pending:
             self._pending_oldest_ms = oldest_ms
-        self._pending.append(data)
+        self._pending.append((data, events))
         self._pending_events += events
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(future)
@@ -141,6 +156,7 @@ class Spool:
             self._wake.set()
 
     _rotate_requested = False
+    _loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def open_events(self) -> int:
@@ -148,7 +164,7 @@ class Spool:
 
     @property
     def open_bytes(self) -> int:
-        return self._open_bytes + sum(len(p) for p in self._pending)
+        return self._open_bytes + sum(len(p) for p, _ in self._pending)
 
     @property
     def open_oldest_ms(self) -> int:
@@ -204,24 +220,65 @@ class Spool:
                         self._open_path.unlink(missing_ok=True)
                 return
 
-    def _write(self, batch: list[bytes], events: int, oldest_ms: int) -> None:
+    def _write(self, batch: list[tuple[bytes, int]], events: int, oldest_ms: int) -> None:
+        """Append one record per request and make them durable, or leave the segment as it
+        was before (truncated back, then closed) and raise OSError."""
         if self._fd is None:
             self._open_new()
         assert self._fd is not None
-        data = b"".join(batch)
-        view = memoryview(data)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
-        if self.fsync:
-            os.fdatasync(self._fd)
+        data = b"".join([frame(payload, n) for payload, n in batch])
+        start = self._open_bytes
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+            if self.fsync:
+                os.fdatasync(self._fd)
+        except OSError:
+            self._undo(start)
+            raise
         if not self._open_events:
             self._open_oldest_ms = oldest_ms
         self._open_events += events
         self._open_bytes += len(data)
 
+    def _undo(self, good_bytes: int) -> None:
+        """After a failed write: cut the open segment back to ``good_bytes`` (its acknowledged
+        records) and close it, so that nothing of the failed group can ever be loaded, and the
+        next group starts a new file (after a failed fsync, the old file's pages are suspect)."""
+        assert self._fd is not None
+        try:
+            os.ftruncate(self._fd, good_bytes)
+            if self.fsync:
+                os.fdatasync(self._fd)
+        except OSError as exc:  # the loader reads no further than the limit
+            log.critical("could not cut spool segment %s back: %s", self._open_path, exc)
+            self._limit = good_bytes
+        if self._open_events:
+            try:
+                self._rotate()
+                return
+            except OSError as exc:
+                log.error("could not close spool segment %s: %s", self._open_path, exc)
+        self._discard_open()
+
+    def _discard_open(self) -> None:
+        """Close the open segment; remove it when it holds no record (else recovery at the
+        next start takes it)."""
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+        if self._open_path is not None and not self._open_events:
+            with contextlib.suppress(OSError):
+                self._open_path.unlink()
+        self._open_path = None
+        self._limit = None
+        self._open_events = self._open_bytes = self._open_oldest_ms = 0
+
     def _open_new(self) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._seq += 1
         name = f"{self._start_ms:013d}-{self._seq:08d}-{self.node_id}{OPEN_SUFFIX}"
         self._open_path = self.directory / name
@@ -237,16 +294,23 @@ class Spool:
         os.close(self._fd)
         self._fd = None
         target = self._open_path.with_suffix(READY_SUFFIX)
-        self._open_path.rename(target)
-        if self.fsync:
-            _fsync_dir(self.directory)
+        try:
+            self._open_path.rename(target)
+            if self.fsync:
+                _fsync_dir(self.directory)
+        except OSError:  # the loader takes it as it is; recovery would close it
+            target = self._open_path if self._open_path.exists() else target
         self.ready.append(
-            Segment(target, self._open_events, self._open_bytes, self._open_oldest_ms)
+            Segment(target, self._open_events, self._open_bytes, self._open_oldest_ms, self._limit)
         )
         self._open_path = None
+        self._limit = None
         self._open_events = self._open_bytes = self._open_oldest_ms = 0
-        if self.on_ready is not None:
-            self.on_ready()
+        if self.on_ready is not None:  # called from the writer's thread
+            if self._loop is not None:
+                self._loop.call_soon_threadsafe(self.on_ready)
+            else:
+                self.on_ready()
 
     def _probe(self) -> None:
         """After a failure, check whether the directory is writable again."""
@@ -263,18 +327,45 @@ class Spool:
         except OSError:
             return False
 
+    def probe_writable(self, size: int = 4096) -> bool:
+        """Check for real that the spool's disk takes a write now (write, fsync and remove a
+        small file; blocking, a few ms): clears ``last_error`` when it does, so a service
+        that could not write answers 200 again once the disk has room, without waiting for a
+        request to try. Returns whether it could."""
+        probe = self.directory / f".probe-{os.getpid()}"
+        try:
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                os.write(fd, b"\0" * size)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                probe.unlink()
+            if self.last_error is None:
+                self.last_error = f"{type(exc).__name__}: {exc}"
+            return False
+        with contextlib.suppress(OSError):
+            probe.unlink()
+        self.last_error = None
+        return True
 
-def read_segment(path: Path) -> bytes:
-    """The complete lines of a segment."""
+
+def read_segment(segment: Segment | Path) -> Scan:
+    """What a segment holds: its good records and its damaged regions."""
+    path = segment.path if isinstance(segment, Segment) else segment
     data = path.read_bytes()
-    end = data.rfind(b"\n")
-    return data[: end + 1] if end >= 0 else b""
+    if isinstance(segment, Segment) and segment.limit is not None:
+        data = data[: segment.limit]
+    return scan(data)
 
 
 def _describe(path: Path) -> Segment:
-    data = read_segment(path)
+    data = path.read_bytes()
     oldest = int(path.name.split("-", 1)[0])
-    return Segment(path, data.count(b"\n"), len(data), oldest)
+    return Segment(path, scan(data).events, len(data), oldest)
 
 
 def _seg_order(path: Path) -> tuple[int, int]:
@@ -282,14 +373,18 @@ def _seg_order(path: Path) -> tuple[int, int]:
     return int(parts[0]), int(parts[1])
 
 
-def _cut_torn_tail(path: Path) -> None:
-    data = path.read_bytes()
-    end = data.rfind(b"\n")
-    if end + 1 != len(data):
-        with open(path, "r+b") as f:
-            f.truncate(end + 1)
-            f.flush()
-            os.fsync(f.fileno())
+def _cut_torn_tail(path: Path) -> bool:
+    """Cut an incomplete last record (a write that never completed, so was never
+    acknowledged); whether there was one."""
+    found = scan(path.read_bytes()).torn_at
+    if found is None:
+        return False
+    log.warning("cut a torn tail of %s at byte %d", path.name, found)
+    with open(path, "r+b") as f:
+        f.truncate(found)
+        f.flush()
+        os.fsync(f.fileno())
+    return True
 
 
 def _fsync_dir(directory: Path) -> None:
