@@ -6,6 +6,7 @@ Records returned are JSON-ready dicts. Clear keys appear only in what ``create``
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from svc.limits.plans import merge_quota_option
@@ -40,14 +41,14 @@ class ProjectService:
     def update(self, project_id: str, changes: dict[str, Any]) -> dict[str, Any]:
         changes = merge_quota_option(self.meta.get_project(project_id), changes)
         project = self.meta.update_project(project_id, changes)
-        self.runtime.authenticator.forget()
+        self.runtime.authenticator.forget(project_id=project_id)
         return project.to_json()
 
-    def delete(self, project_id: str) -> None:
-        self.meta.get_project(project_id)
-        self.meta.delete_project(project_id)
-        self.runtime.authenticator.forget()
-        self.runtime.store.delete_project(project_id)
+    async def delete(self, project_id: str) -> None:
+        """Delete a project, its keys and every event of it, spooled ones included
+        (:meth:`Runtime.delete_project`)."""
+        project = await asyncio.to_thread(self.meta.get_project, project_id)
+        await self.runtime.delete_project(project)
 
     def keys(self, project_id: str) -> list[dict[str, Any]]:
         self.meta.get_project(project_id)

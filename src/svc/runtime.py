@@ -23,9 +23,10 @@ import msgspec
 
 from svc import __version__
 from svc.auth import Authenticator, load_admin_token_hash
+from svc.errors import Unavailable
 from svc.ingestion.identity import Salts, stored_visitor_id
 from svc.ingestion.service import IngestService
-from svc.meta.store import MetaStore
+from svc.meta.store import MetaStore, Project
 from svc.meta.usage import UsageRecorder
 from svc.queries import sql
 from svc.settings import Settings
@@ -124,6 +125,32 @@ class Runtime:
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # releases the lock
             self._lock_fd = None
+
+    async def delete_project(self, project: Project) -> None:
+        """Delete a project everywhere, so that nothing of it reaches a later project of the
+        same id: refuse its events from now on, close the spool's open segment and wait until
+        the loader has loaded everything spooled before (SVC_DELETE_DRAIN_SECONDS at most, else
+        Unavailable and nothing is deleted), then delete its rows in the event store, its
+        metadata and keys, and its in-memory state (sessions, event ids, counts).
+
+        With several processes on one ClickHouse server, the other processes' spools are
+        not drained: their events of the project still arrive (documented)."""
+        ingest = self.ingest
+        ingest.closing.add(project.id)
+        try:
+            newest = await self.spool.seal()
+            if not await self.loader.wait_loaded(newest, self.settings.delete_drain_seconds):
+                raise Unavailable(
+                    "the project's events waiting in the spool could not be loaded into the "
+                    "store to be deleted with it; retry later",
+                    headers={"Retry-After": "10"},
+                )
+            await asyncio.to_thread(self.store.delete_project, project.id)
+            await asyncio.to_thread(self.meta.delete_project, project.id)
+            self.authenticator.forget(project_id=project.id)
+            ingest.forget_project(project)
+        finally:
+            ingest.closing.discard(project.id)
 
     # state rebuilt at start-up --------------------------------------------------------------
 

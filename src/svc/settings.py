@@ -73,6 +73,11 @@ class Settings:
         "most about this many events (~30 MB of NDJSON), so that an export's memory stays "
         "bounded. Parquet is read whole.",
     )
+    delete_drain_seconds: float = _setting(
+        30.0,
+        "Deleting a project first loads what the spool holds (so none of its events outlives "
+        "it); past this many seconds the deletion answers 503 and deletes nothing.",
+    )
     spool_max_backlog_bytes: int = _setting(
         2 * 1024 * 1024 * 1024,
         "Ingestion answers 503 when the spool holds more than this many bytes not yet loaded.",

@@ -20,6 +20,9 @@ import pytest
 from tests.conftest import BROWSER_UA
 from tests.support import Server
 
+#: Keep the open segment open: the records of a test stay in one ``.log`` file.
+HOLD_SPOOL = {"SVC_SPOOL_FLUSH_INTERVAL_MS": "600000", "SVC_SPOOL_SEGMENT_BYTES": "67108864"}
+
 _SEQ = re.compile(rb'"seq":"(\d+)"')
 
 

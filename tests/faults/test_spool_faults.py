@@ -16,6 +16,7 @@ import pytest
 
 from svc.spool.frames import frame, scan
 from tests.faults.support import (
+    HOLD_SPOOL,
     Acknowledged,
     assert_exactly,
     batch,
@@ -28,8 +29,7 @@ from tests.faults.support import (
 )
 from tests.support import Server
 
-#: Keep the open segment open: the records of a test stay in one ``.log`` file.
-HOLD = {"SVC_SPOOL_FLUSH_INTERVAL_MS": "600000", "SVC_SPOOL_SEGMENT_BYTES": "67108864"}
+HOLD = HOLD_SPOOL
 
 
 def _open_segment(data_dir: Path) -> Path:

@@ -117,7 +117,7 @@ async def delete_project(request: Request) -> Response:
     project_id = request.path_params["project_id"]
     try:
         await _manager(request)
-        await asyncio.to_thread(_service(request).delete, project_id)
+        await _service(request).delete(project_id)
     except ApiError as exc:
         return error_response(exc)
     return json_response({"ok": True, "deleted": project_id})

@@ -135,6 +135,7 @@ class _Session:
 class _ClientSession:
     start_ms: int
     last_ms: int
+    project_id: str = ""
 
 
 class SessionTracker:
@@ -179,11 +180,11 @@ class SessionTracker:
         self._sessions[key] = _Session(sid, visitor, ts_ms, ts_ms, ts_ms)
         return sid, ts_ms
 
-    def client_start(self, session_id: int, ts_ms: int) -> int:
+    def client_start(self, session_id: int, ts_ms: int, project_id: str = "") -> int:
         """The start (ms) of a client-named session, given one of its events."""
         s = self._clients.get(session_id)
         if s is None:
-            self._clients[session_id] = _ClientSession(ts_ms, ts_ms)
+            self._clients[session_id] = _ClientSession(ts_ms, ts_ms, project_id)
             return ts_ms
         if ts_ms > s.last_ms:
             s.last_ms = ts_ms
@@ -200,10 +201,15 @@ class SessionTracker:
                 self._sessions[key] = _Session(sid, visitor, start_ms, first_ms, last_ms)
             client = self._clients.get(sid)
             if client is None:
-                self._clients[sid] = _ClientSession(start_ms, last_ms)
+                self._clients[sid] = _ClientSession(start_ms, last_ms, project_id)
             else:
                 client.start_ms = min(client.start_ms, start_ms)
                 client.last_ms = max(client.last_ms, last_ms)
+
+    def forget_project(self, project_id: str) -> None:
+        """Forget every live session of a project (it was deleted)."""
+        self._sessions = {k: s for k, s in self._sessions.items() if k[0] != project_id}
+        self._clients = {k: c for k, c in self._clients.items() if c.project_id != project_id}
 
     def expire(self, now_ms: int) -> int:
         """Forget sessions idle for longer than the timeout; returns how many."""

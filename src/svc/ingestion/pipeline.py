@@ -335,7 +335,7 @@ class Pipeline:
         if d.raw.session_id:
             sid = identity.client_session_id(project_id, d.raw.session_id)
             d.session_id = sid
-            d.session_start_ms = start = self.sessions.client_start(sid, d.ts_ms)
+            d.session_start_ms = start = self.sessions.client_start(sid, d.ts_ms, project_id)
             d.visitor_id = identity.stored_visitor_id(visitor, start)
             return None
         if not self.sessions.has_active(project_id, visitor, d.ts_ms):

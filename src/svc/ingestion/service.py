@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from svc.errors import ApiError, Forbidden, InvalidRequest, Unavailable
+from svc.errors import ApiError, Forbidden, InvalidApiKey, InvalidRequest, Unavailable
 from svc.ingestion import identity
 from svc.ingestion.dedup import EventIdFilter
 from svc.ingestion.enrich.geo import GeoLookup
@@ -24,6 +24,7 @@ from svc.ingestion.pipeline import Pipeline, RequestContext
 from svc.ingestion.wire import decode_body, decode_valid, validate_event
 from svc.limits.plans import parse_plans
 from svc.limits.quota import Quotas
+from svc.meta.store import Project
 from svc.settings import Settings
 from svc.spool.log import Spool, SpoolUnavailable
 from svc.storage.events import EventRow
@@ -83,6 +84,25 @@ class IngestService:
         self.quotas = Quotas(parse_plans(settings.plans, settings.monthly_quota), self.usage)
         # The UTC month of the last request and the span of ms it covers.
         self._month = ("", 0, 0)
+        # Projects being deleted (by id) and deleted (by id and creation time): their events
+        # are refused, so none reaches the spool after its purge began (see Runtime).
+        self.closing: set[str] = set()
+        self.deleted: set[tuple[str, int]] = set()
+
+    def gone(self, project: Project) -> bool:
+        """Whether ``project`` is being deleted or was (a request that authenticated before)."""
+        return project.id in self.closing or (project.id, project.created_at) in self.deleted
+
+    def forget_project(self, project: Project) -> None:
+        """Forget a deleted project's in-memory state: its live sessions, remembered event
+        ids and counts; a new project of the same id starts from nothing."""
+        self.deleted.add((project.id, project.created_at))
+        self.pipeline.sessions.forget_project(project.id)
+        self.pipeline.event_ids.forget_project(project.id)
+        for key in [k for k in self.usage.counts if k[0] == project.id]:
+            del self.usage.counts[key]
+        self.quotas.attention.pop(project.id, None)
+        self.quotas.quota_seen.pop(project.id, None)
 
     def _month_of(self, ms: int) -> str:
         month, start, end = self._month
@@ -108,6 +128,8 @@ class IngestService:
 
     async def ingest(self, ctx: RequestContext, body: bytes) -> IngestResult:
         """Store what is valid in ``body``; raises :class:`ApiError` for a whole-request error."""
+        if self.gone(ctx.project):
+            raise InvalidApiKey("the project of this key was deleted", field="api_key")
         valid = decode_valid(body, self.settings.max_batch_events, ctx.received_ms)
         decoded = valid or decode_body(body, self.settings.max_batch_events)
         result = IngestResult(ctx.received_ms, decoded.is_batch)
@@ -152,12 +174,14 @@ class IngestService:
             raise _BatchRejected(first, result)
         if rows:
             try:
+                if self.gone(project):  # deleted while this request was on its way
+                    raise InvalidApiKey("the project of this key was deleted", field="api_key")
                 # JSONEachRow: one line per row, each ending in a newline.
                 await self.spool.append(_encoder.encode_lines(rows), len(rows), ctx.received_ms)
-            except (SpoolUnavailable, asyncio.CancelledError) as exc:
+            except (SpoolUnavailable, InvalidApiKey, asyncio.CancelledError) as exc:
                 self.pipeline.event_ids.release(dedup_keys)
                 await self.quotas.release(project.id, month, len(rows))
-                if isinstance(exc, asyncio.CancelledError):
+                if isinstance(exc, asyncio.CancelledError | InvalidApiKey):
                     raise
                 raise Unavailable(
                     "events cannot be stored right now; retry later",
@@ -196,14 +220,6 @@ def _month_span(ms: int) -> tuple[int, int]:
     first = datetime(now.year, now.month, 1, tzinfo=UTC)
     nxt = datetime(now.year + (now.month == 12), now.month % 12 + 1, 1, tzinfo=UTC)
     return int(first.timestamp() * 1000), int(nxt.timestamp() * 1000)
-
-
-def _seconds_to_next_month(ms: int) -> int:
-    from datetime import UTC, datetime
-
-    now = datetime.fromtimestamp(ms / 1000, UTC)
-    nxt = datetime(now.year + (now.month == 12), now.month % 12 + 1, 1, tzinfo=UTC)
-    return max(1, int((nxt - now).total_seconds()))
 
 
 __all__ = ["IngestResult", "IngestService", "InvalidRequest"]

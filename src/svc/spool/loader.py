@@ -81,6 +81,19 @@ class Loader:
                 return False
         return True
 
+    async def wait_loaded(self, segment: Segment | None, timeout_s: float) -> bool:
+        """Wait until ``segment`` and every older one are loaded (quarantined parts count as
+        done); False when ``timeout_s`` passed first (the store is down or slow)."""
+        if segment is None:
+            return True
+        deadline = time.monotonic() + timeout_s
+        self.notify()
+        while any(s is segment for s in self.spool.ready):
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.01)
+        return True
+
     @property
     def backlog_events(self) -> int:
         return sum(s.events for s in self.spool.ready) + self.spool.open_events

@@ -81,6 +81,7 @@ class Spool:
         self._pending_events = 0
         self._pending_oldest_ms = 0
         self._waiters: list[asyncio.Future[None]] = []
+        self._sealers: list[asyncio.Future[None]] = []
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spool-fsync")
@@ -149,6 +150,19 @@ class Spool:
         self._wake.set()
         await future
 
+    async def seal(self) -> Segment | None:
+        """Close the open segment once everything appended before this call is committed;
+        returns the newest ready segment then (every such event is in it or an older one),
+        or None when nothing waits. Raises SpoolUnavailable if the spool is closed."""
+        if self._closing or self._wake is None:
+            raise SpoolUnavailable("the spool is closed")
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._sealers.append(future)
+        self._rotate_requested = True
+        self._wake.set()
+        await future
+        return self.ready[-1] if self.ready else None
+
     def rotate_soon(self) -> None:
         """Ask the writer to close the open segment now (it becomes loadable)."""
         self._rotate_requested = True
@@ -183,6 +197,8 @@ class Spool:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
             self._wake.clear()
+            # Sealers taken with the batch: what they wait for is in it or already written.
+            sealers, self._sealers = self._sealers, []
             if self._pending:
                 batch, waiters = self._pending, self._waiters
                 events, oldest = self._pending_events, self._pending_oldest_ms
@@ -204,6 +220,7 @@ class Spool:
                             w.set_result(None)
             due = self._open_events and (
                 self._rotate_requested
+                or sealers
                 or self._open_bytes >= self.segment_bytes
                 or time.monotonic() - self._open_since >= interval
             )
@@ -212,6 +229,9 @@ class Spool:
                 await loop.run_in_executor(self._executor, self._rotate)
             elif self._rotate_requested and not self._open_events:
                 self._rotate_requested = False
+            for sealer in sealers:
+                if not sealer.done():
+                    sealer.set_result(None)
             if self._closing and not self._pending:
                 if self._fd is not None:
                     os.close(self._fd)
