@@ -60,10 +60,10 @@ class ProjectService:
 
     def revoke_key(self, project_id: str, key_id: str) -> dict[str, Any]:
         key = self.meta.revoke_key(project_id, key_id)
-        self.runtime.authenticator.forget()
+        self.runtime.authenticator.forget(key_id=key_id)  # that key alone
         return key.to_json()
 
     def rotate_key(self, project_id: str, key_id: str) -> dict[str, Any]:
         new, clear, old = self.meta.rotate_key(project_id, key_id)
-        self.runtime.authenticator.forget()
+        self.runtime.authenticator.forget(key_id=key_id)
         return {**new.to_json(), "key": clear, "replaces": old.id}
