@@ -24,9 +24,10 @@ import msgspec
 from svc import __version__
 from svc.auth import Authenticator, load_admin_token_hash
 from svc.errors import Unavailable
-from svc.ingestion.identity import Salts, stored_visitor_id
+from svc.ingestion.identity import Salts, salt_days, stored_visitor_id
 from svc.ingestion.service import IngestService
-from svc.meta.store import MetaStore, Project
+from svc.meta import files as meta_files
+from svc.meta.store import MetadataUnavailable, MetaStore, Project
 from svc.meta.usage import UsageRecorder
 from svc.queries import sql
 from svc.settings import Settings
@@ -60,7 +61,8 @@ class Runtime:
         self.loader = Loader(
             self.spool, self.store, release_memory_s=settings.store_memory_release_seconds
         )
-        self.salts = Salts(self.meta.salts_for)
+        self.salts = Salts(self._fetch_salts)
+        self._salts_ahead: dict[str, bytes] = {}  # see _refresh_salts
         self.ingest = IngestService.build(settings, self.spool, self.salts)
         self.auth: Authenticator | None = None
         self.generated_admin_token: str | None = None
@@ -79,14 +81,22 @@ class Runtime:
 
     async def start(self) -> None:
         settings = self.settings
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        meta_files.private_dir(settings.data_dir)  # 0700, tightened if it was looser
         self._lock_fd = lock_data_dir(settings.data_dir)
+        # a data directory that had a metadata store and lost it: refuse (svc.meta.files)
+        meta_files.check_present(
+            settings.data_dir,
+            settings.effective_meta_url,
+            embedded_store=not settings.clickhouse_url,
+            start_fresh=settings.meta_start_fresh,
+        )
+        await asyncio.to_thread(self.meta.create_file)
         token_hash, generated = load_admin_token_hash(settings.data_dir, settings.admin_token)
         self.generated_admin_token = generated
         self.auth = Authenticator(self.meta, token_hash, settings.key_cache_seconds)
         warm_up = asyncio.create_task(asyncio.to_thread(self.ingest.pipeline.warm_up))
         await asyncio.to_thread(self.meta.migrate)
-        await asyncio.to_thread(self.salts.refresh, now_ms())
+        await asyncio.to_thread(self._refresh_salts, now_ms())
         await asyncio.to_thread(self.spool.recover)
         await asyncio.to_thread(self.loader.quarantine.load_stats)
         try:
@@ -119,7 +129,7 @@ class Runtime:
                 await self._housekeeping
         await self.spool.close()
         await self.loader.stop(drain=True)
-        self._flush_last_used()
+        await asyncio.to_thread(self._flush_last_used)
         await asyncio.to_thread(self.store.close)
         await asyncio.to_thread(self.meta.close)
         if self._lock_fd is not None:
@@ -223,19 +233,25 @@ class Runtime:
             counts = usage.snapshot(self.ingest.usage.counts, self.ingest.quotas.peek)
             await asyncio.to_thread(usage.flush, counts)
 
+        # Every metadata call runs in a worker thread: a metadata store that is locked or slow
+        # delays housekeeping, never the event loop.
         try:
             while True:
-                await asyncio.sleep(10)
+                await asyncio.sleep(self.settings.housekeeping_interval_seconds)
                 try:
                     now = now_ms()
                     pipeline = self.ingest.pipeline
                     pipeline.sessions.expire(now)
                     pipeline.event_ids.expire(now)
-                    await asyncio.to_thread(self.salts.refresh, now)
-                    self._flush_last_used()
+                    await asyncio.to_thread(self.meta.check_file)  # deleted or replaced?
+                    await asyncio.to_thread(self._refresh_salts, now)
+                    await asyncio.to_thread(self._flush_last_used)
                     await record_usage()
-                except Exception:  # housekeeping must never stop the service
-                    log.exception("housekeeping failed")
+                except Exception as exc:  # housekeeping must never stop the service
+                    if isinstance(exc, MetadataUnavailable):
+                        log.warning("housekeeping: %s", exc)
+                    else:
+                        log.exception("housekeeping failed")
         finally:  # stopped: record the last counts
             try:
                 await record_usage()
@@ -243,14 +259,34 @@ class Runtime:
                 log.exception("could not record usage")
 
     def _flush_last_used(self) -> None:
+        """Record when keys were last used (blocking: call it in a worker thread)."""
         if self.auth is None:
             return
         used = self.auth.take_last_used()
         if used:
             try:
                 self.meta.touch_keys(used)
-            except Exception:
-                log.exception("could not record key use")
+            except Exception as exc:
+                self.auth.give_back_last_used(used)  # the next tick tries again
+                log.warning("could not record key use: %s", exc)
+
+    def _fetch_salts(self, days: list[str]) -> dict[str, bytes]:
+        """The salts :class:`Salts` asks for when the day changes: from those fetched ahead by
+        the housekeeping, so that the first event after midnight (on the event loop) reads no
+        metadata; from the store only when they are not there."""
+        ahead = self._salts_ahead
+        if all(day in ahead for day in days):
+            return {day: ahead[day] for day in days}
+        return self.meta.salts_for(days)
+
+    def _refresh_salts(self, now: int) -> None:
+        """Fetch the live salts, and ahead of midnight the next day's too (blocking: call it
+        in a worker thread); salts of days before yesterday are destroyed."""
+        lead = int(max(60.0, 3 * self.settings.housekeeping_interval_seconds) * 1000)
+        days = sorted(set(salt_days(now)) | set(salt_days(now + lead)))
+        if any(day not in self._salts_ahead for day in days) or len(self._salts_ahead) > len(days):
+            self._salts_ahead = self.meta.salts_for(days)
+        self.salts.refresh(now)
 
 
 class DataDirInUse(RuntimeError):

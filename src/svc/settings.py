@@ -43,6 +43,12 @@ class Settings:
         "SQLAlchemy URL of the metadata database (postgresql+psycopg://...). Empty: "
         "SQLite in <data dir>/meta.db.",
     )
+    meta_start_fresh: bool = _setting(
+        False,
+        "Start with an empty metadata database when <data dir>/meta.db is missing from a data "
+        "directory that holds an event store, a spool or the admin token's hash (every earlier "
+        "project and key is then gone). false: refuse to start.",
+    )
     base_url: str = _setting(
         "", "Public base URL of the service, used in docs and snippets. Empty: from the request."
     )
@@ -100,6 +106,11 @@ class Settings:
     max_batch_events: int = _setting(1000, "Most events accepted in one batch.")
     key_cache_seconds: float = _setting(
         5.0, "How long a verified API key is cached in memory before it is looked up again."
+    )
+    housekeeping_interval_seconds: float = _setting(
+        10.0,
+        "How often sessions and eventIds expire, salts are refreshed, key use and usage are "
+        "recorded and the metadata database's file is checked (s).",
     )
     trusted_proxies: str = _setting(
         "",

@@ -32,7 +32,7 @@ def health_report(runtime: Runtime) -> dict[str, Any]:
     """The health document: nothing secret, every figure cheap to get."""
     loader, spool, ingest = runtime.loader, runtime.spool, runtime.ingest
     store = _probe(runtime.store.ping_ms)
-    meta = _probe(runtime.meta.ping_ms)
+    meta = runtime.meta.probe()  # bounded: a locked or lost store answers in ~1 s at most
     oldest = loader.oldest_waiting_ms
     backlog_bytes = loader.backlog_bytes
     accepting = (

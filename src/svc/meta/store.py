@@ -1,13 +1,22 @@
 """The metadata repository: every read and write of projects, keys, salts and usage.
 
-All methods are synchronous (SQLAlchemy Core); the HTTP layer calls them in a worker thread.
+All methods are synchronous (SQLAlchemy Core) and are called in worker threads, never on the
+event loop. A database that does not answer (SQLite locked by another process past
+``busy_timeout_s``, PostgreSQL down) raises :class:`MetadataUnavailable` (503
+``metadata_unavailable``). A SQLite file deleted or replaced under the running process is
+noticed (:meth:`MetaStore.check_file`: on every write, on every database error and on the
+housekeeping tick); from then on every write is refused, since it would go to a file that is
+no longer there, and /health reports the store as lost (see :mod:`svc.meta.files`).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
-import os
+import logging
 import secrets
+import sqlite3
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,12 +36,13 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.engine import ExceptionContext
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.pool import StaticPool
 
 from svc import credentials
-from svc.errors import Conflict, NotFound
-from svc.meta import tables
+from svc.errors import Conflict, NotFound, Unavailable
+from svc.meta import files, tables
 from svc.meta.migrations import migrate
 from svc.timeutil import iso_ms, now_ms
 
@@ -40,6 +50,20 @@ PUBLIC_SCOPES = ("ingest",)
 SECRET_SCOPES = ("ingest", "read", "manage")
 SHARE_SCOPES = ("read",)
 SCOPES_BY_KIND = {"public": PUBLIC_SCOPES, "secret": SECRET_SCOPES, "share": SHARE_SCOPES}
+
+#: How long a SQLite statement waits for another process's lock before it gives up (s).
+BUSY_TIMEOUT_S = 5.0
+#: How long the /health probe waits for the write lock, and for any answer at all (s).
+PROBE_LOCK_TIMEOUT_S = 1.0
+PROBE_TIMEOUT_S = 2.0
+
+log = logging.getLogger(__name__)
+
+
+class MetadataUnavailable(Unavailable):
+    """The metadata store does not answer, or its file vanished: 503."""
+
+    code = "metadata_unavailable"
 
 
 @dataclass(frozen=True)
@@ -103,21 +127,33 @@ def project_id_for(name: str) -> str:
     return "svc_proj_" + name
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for a SQLite path or a PostgreSQL URL, tuned for a small metadata load."""
+def make_engine(url: str, busy_timeout_s: float = BUSY_TIMEOUT_S) -> Engine:
+    """An engine for a SQLite path or a PostgreSQL URL, tuned for a small metadata load.
+
+    A SQLite file is opened read-write and never created here (:meth:`MetaStore.migrate`
+    creates it, private): a connection opened after the file was deleted fails instead of
+    starting an empty store."""
     if url.startswith("postgres://"):
         url = "postgresql+psycopg://" + url[len("postgres://") :]
     elif url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url[len("postgresql://") :]
     if url.startswith("sqlite"):
-        path = url.split("///", 1)[1] if "///" in url else ""
-        if path and path != ":memory:":
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        engine = create_engine(
-            url,
-            connect_args={"check_same_thread": False, "timeout": 30},
-            poolclass=StaticPool if path in ("", ":memory:") else None,
-        )
+        path = files.sqlite_path(url)
+        if path is None:
+            engine = create_engine(
+                url,
+                connect_args={"check_same_thread": False, "timeout": busy_timeout_s},
+                poolclass=StaticPool,
+            )
+        else:
+            uri = files.rw_uri(path)
+
+            def connect() -> sqlite3.Connection:
+                return sqlite3.connect(
+                    uri, uri=True, timeout=busy_timeout_s, check_same_thread=False
+                )
+
+            engine = create_engine(url, creator=connect)
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -128,26 +164,139 @@ def make_engine(url: str) -> Engine:
             cur.close()
 
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+    return create_engine(
+        url,
+        pool_pre_ping=True,
+        pool_size=5,
+        max_overflow=5,
+        pool_timeout=busy_timeout_s,
+        connect_args={"connect_timeout": max(1, round(busy_timeout_s))},
+    )
 
 
 class MetaStore:
     """Projects, keys, salts and usage over one SQLAlchemy engine."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
         self.url = url
-        self.engine = make_engine(url)
+        self.path = files.sqlite_path(url)
+        self.engine = make_engine(url, busy_timeout_s)
+        #: Why the store is lost (its file deleted or replaced), once it is; never cleared.
+        self.lost: str | None = None
+        self._identity: tuple[int, int] | None = None
+        self._probe_pool = concurrent.futures.ThreadPoolExecutor(1, "meta-probe")
+        self._probe_job: concurrent.futures.Future[float] | None = None
+        self._probe_lock = threading.Lock()
+        event.listen(self.engine, "handle_error", self._on_error)
+
+    def create_file(self) -> None:
+        """Create the SQLite file (0600, in a 0700 directory) when missing; tighten it."""
+        if self.path is not None:
+            files.create_private(self.path)
 
     def migrate(self) -> list[int]:
-        return migrate(self.engine)
+        self.create_file()
+        applied = migrate(self.engine)
+        if self.path is not None:
+            self._identity = files.identity(self.path)
+        return applied
 
     def close(self) -> None:
         self.engine.dispose()
+        self._probe_pool.shutdown(wait=False, cancel_futures=True)
 
     def ping_ms(self) -> float:
         started = time.perf_counter()
         with self.engine.connect() as conn:
             conn.execute(select(1))
+        return (time.perf_counter() - started) * 1000
+
+    # faults -------------------------------------------------------------------------------
+
+    def check_file(self) -> str | None:
+        """Why the SQLite file is lost (deleted, or another file in its place since
+        :meth:`migrate`), or None. Logs an error the first time."""
+        if self.lost is not None or self.path is None or self._identity is None:
+            return self.lost
+        try:
+            now = files.identity(self.path)
+        except FileNotFoundError:
+            reason = f"the metadata database {self.path} was deleted while svc was running"
+        else:
+            if now == self._identity:
+                return None
+            reason = f"the metadata database {self.path} was replaced while svc was running"
+        self.lost = (
+            reason + "; metadata writes are refused (they would be lost). Restore the file from "
+            "a backup and restart svc"
+        )
+        log.error("%s", self.lost)
+        return self.lost
+
+    def _writable(self) -> None:
+        lost = self.check_file()
+        if lost is not None:
+            raise MetadataUnavailable(lost)
+
+    def _on_error(self, context: ExceptionContext) -> None:
+        """Every database error: look at the file, and turn "cannot reach or lock the
+        database" into 503 rather than an internal error."""
+        lost = self.check_file()
+        if lost is not None:
+            raise MetadataUnavailable(lost) from context.original_exception
+        error = context.sqlalchemy_exception
+        if isinstance(error, OperationalError) or (
+            isinstance(error, DBAPIError) and context.is_disconnect
+        ):
+            raise MetadataUnavailable(
+                f"the metadata store did not answer: {context.original_exception}"
+            ) from context.original_exception
+
+    def probe(self, timeout_s: float = PROBE_TIMEOUT_S) -> dict[str, Any]:
+        """/health's view of the store: ``reachable``, ``latencyMs``, ``error``. Bounded: it
+        waits at most ``timeout_s`` (one probe at a time runs, in a thread of its own). A
+        SQLite store is reachable when its write lock can be had within a second."""
+        started = time.perf_counter()
+        lost = self.check_file()
+        if lost is not None:
+            return {"reachable": False, "latencyMs": 0.0, "error": lost, "lost": True}
+        with self._probe_lock:
+            job = self._probe_job
+            if job is None or job.done():
+                job = self._probe_job = self._probe_pool.submit(self._probe_once)
+        try:
+            latency = job.result(timeout=timeout_s)
+        except concurrent.futures.TimeoutError:
+            took = (time.perf_counter() - started) * 1000
+            error = f"no answer within {timeout_s:g} s"
+            return {"reachable": False, "latencyMs": round(took, 2), "error": error, "lost": False}
+        except Exception as exc:
+            took = (time.perf_counter() - started) * 1000
+            detail = (
+                exc.__cause__ if isinstance(exc, MetadataUnavailable) and exc.__cause__ else exc
+            )
+            error = f"{type(detail).__name__}: {detail}"[:300]
+            return {"reachable": False, "latencyMs": round(took, 2), "error": error, "lost": False}
+        return {"reachable": True, "latencyMs": round(latency, 2), "error": None, "lost": False}
+
+    def _probe_once(self) -> float:
+        started = time.perf_counter()
+        if self.path is None:
+            with self.engine.connect() as conn:
+                conn.execute(select(1))
+        else:  # not a pooled connection: it must not wait behind our own work
+            raw = sqlite3.connect(
+                files.rw_uri(self.path),
+                uri=True,
+                timeout=PROBE_LOCK_TIMEOUT_S,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            try:
+                raw.execute("BEGIN IMMEDIATE")  # the write lock: what a locked store refuses
+                raw.execute("ROLLBACK")
+            finally:
+                raw.close()
         return (time.perf_counter() - started) * 1000
 
     # projects -----------------------------------------------------------------------------
@@ -156,6 +305,7 @@ class MetaStore:
         self, name: str, timezone: str = "UTC", domains: list[str] | None = None
     ) -> tuple[Project, dict[str, str]]:
         """Create a project and its public and secret keys; the clear keys are returned once."""
+        self._writable()
         now = now_ms()
         pid = project_id_for(name)
         public_key, secret_key = credentials.new_api_key(), credentials.new_api_key()
@@ -199,6 +349,7 @@ class MetaStore:
         return project
 
     def update_project(self, project_id: str, changes: dict[str, Any]) -> Project:
+        self._writable()
         values: dict[str, Any] = {"updated_at": now_ms()}
         for key in ("timezone", "plan"):
             if key in changes:
@@ -216,6 +367,7 @@ class MetaStore:
         return self.get_project(project_id)
 
     def delete_project(self, project_id: str) -> None:
+        self._writable()
         with self.engine.begin() as conn:
             conn.execute(delete(tables.api_keys).where(tables.api_keys.c.project_id == project_id))
             conn.execute(delete(tables.usage).where(tables.usage.c.project_id == project_id))
@@ -243,6 +395,7 @@ class MetaStore:
 
     def create_key(self, project_id: str, kind: str) -> tuple[ApiKey, str]:
         """A new key of ``kind`` (public, secret or share); the clear key is returned once."""
+        self._writable()
         self.get_project(project_id)
         clear = credentials.new_share_token() if kind == "share" else credentials.new_api_key()
         with self.engine.begin() as conn:
@@ -270,6 +423,7 @@ class MetaStore:
         return _key(row._mapping)
 
     def revoke_key(self, project_id: str, key_id: str) -> ApiKey:
+        self._writable()
         key = self.get_key(project_id, key_id)
         if key.revoked_at is None:
             with self.engine.begin() as conn:
@@ -282,6 +436,7 @@ class MetaStore:
 
     def rotate_key(self, project_id: str, key_id: str) -> tuple[ApiKey, str, ApiKey]:
         """Revoke a key and create one of the same kind: (new key, its clear value, old key)."""
+        self._writable()
         old = self.get_key(project_id, key_id)
         if old.revoked_at is not None:
             raise Conflict(f"key {key_id!r} is revoked already")
@@ -304,6 +459,7 @@ class MetaStore:
     def touch_keys(self, last_used: dict[str, int]) -> None:
         if not last_used:
             return
+        self._writable()
         with self.engine.begin() as conn:
             for key_id, ts in last_used.items():
                 conn.execute(
@@ -315,9 +471,11 @@ class MetaStore:
     # salts --------------------------------------------------------------------------------
 
     def salts_for(self, days: list[str]) -> dict[str, bytes]:
-        """The salt of each day, created where missing; salts of other days are destroyed."""
+        """The salt of each day, created where missing; salts of days before the first are
+        destroyed (a later day's, made ahead of midnight, is kept)."""
+        self._writable()
         with self.engine.begin() as conn:
-            conn.execute(delete(tables.salts).where(tables.salts.c.day.not_in(days)))
+            conn.execute(delete(tables.salts).where(tables.salts.c.day < min(days)))
             have = {
                 r.day: bytes(r.salt)
                 for r in conn.execute(select(tables.salts).where(tables.salts.c.day.in_(days)))
@@ -363,6 +521,7 @@ class MetaStore:
         ]
         if not rows:
             return
+        self._writable()
         with self.engine.begin() as conn:
             conn.execute(_record_usage_statement(self.engine.dialect.name), rows)
 
