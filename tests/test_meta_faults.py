@@ -14,12 +14,14 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import text
 
 from svc.meta.store import MetadataUnavailable, MetaStore
 from svc.runtime import Runtime
 from svc.settings import Settings
 from tests.conftest import BROWSER_UA
 from tests.support import Server
+from tests.test_meta_store import postgres_url
 
 # Holds BEGIN EXCLUSIVE on a SQLite file until its stdin closes: another process's lock, as an
 # operator's `sqlite3 meta.db` or a backup tool would take it.
@@ -126,6 +128,24 @@ def test_metadata_writes_fail_fast_with_503_and_the_probe_is_bounded(tmp_path: P
         assert report["reachable"] is True and report["error"] is None
     finally:
         store.close()
+
+
+def test_a_postgresql_connection_cut_is_reconnected_not_503(tmp_path: Path) -> None:
+    """Database errors become 503 metadata_unavailable, but not the pool's pre-ping: a pooled
+    PostgreSQL connection the server cut is replaced, and the call succeeds."""
+    url = postgres_url()
+    store, other = MetaStore(url), MetaStore(url)
+    try:
+        store.migrate()
+        with store.engine.connect() as conn:  # the one pooled connection, back in the pool after
+            pid = conn.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        with other.engine.begin() as conn:
+            conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        assert isinstance(store.list_projects(), list)
+        assert store.probe()["reachable"] is True
+    finally:
+        store.close()
+        other.close()
 
 
 def test_salts_are_fetched_ahead_of_midnight(tmp_path: Path) -> None:

@@ -240,7 +240,10 @@ class MetaStore:
 
     def _on_error(self, context: ExceptionContext) -> None:
         """Every database error: look at the file, and turn "cannot reach or lock the
-        database" into 503 rather than an internal error."""
+        database" into 503 rather than an internal error. Not the pool's pre-ping of a
+        PostgreSQL connection: a failed ping is the pool's cue to reconnect."""
+        if context.is_pre_ping:
+            return
         lost = self.check_file()
         if lost is not None:
             raise MetadataUnavailable(lost) from context.original_exception
