@@ -218,18 +218,20 @@ def test_a_replaced_meta_db_is_noticed(tmp_path: Path) -> None:
 def test_start_up_refuses_a_data_dir_whose_meta_db_vanished(tmp_path: Path) -> None:
     data = tmp_path / "data"
     srv = Server(data).start()
-    keys = srv.create_project("gone")["keys"]
-    assert _post(srv, keys["public"], 0)[0] == 200
-    srv.wait_loaded()
-    srv.stop()
+    try:
+        keys = srv.create_project("gone")["keys"]
+        assert _post(srv, keys["public"], 0)[0] == 200
+        srv.wait_loaded()
+    finally:
+        srv.stop()
     _remove_meta(data)
     again = Server(data, admin_token=srv.admin_token)
-    with pytest.raises(RuntimeError) as caught:
-        again.start(timeout=60)
-    assert "SVC_META_START_FRESH" in str(caught.value)
-    assert not (data / "meta.db").exists()
-    again.env["SVC_META_START_FRESH"] = "true"
     try:
+        with pytest.raises(RuntimeError) as caught:
+            again.start(timeout=60)
+        assert "SVC_META_START_FRESH" in str(caught.value)
+        assert not (data / "meta.db").exists()
+        again.env["SVC_META_START_FRESH"] = "true"
         again.start(timeout=60)
         r = httpx.get(again.url + "/projects", headers=again.admin())
         assert r.status_code == 200 and r.json()["projects"] == []
