@@ -70,15 +70,17 @@ class Loader:
         if drain:
             await self.drain()
 
-    async def drain(self) -> bool:
-        """Load every ready segment now, oldest first; False when one failed (it and the
-        younger ones stay spooled). At start-up this runs before the in-memory counts are
-        rebuilt from the store, so a segment that a killed process had inserted but not yet
-        deleted is replayed (and dropped by its deduplication token) instead of being counted
-        twice, once in the store and once in the spool."""
-        while self.spool.ready:
+    async def drain(self, max_segments: int | None = None) -> bool:
+        """Load every ready segment now (at most ``max_segments``), oldest first; False when
+        one failed (it and the younger ones stay spooled). At start-up the oldest runs before
+        the in-memory counts are rebuilt from the store, so a segment that a killed process
+        had inserted but not yet deleted is replayed (and dropped by its deduplication token)
+        instead of being counted twice, once in the store and once in the spool."""
+        done = 0
+        while self.spool.ready and (max_segments is None or done < max_segments):
             if not await self._load_one(self.spool.ready[0]):
                 return False
+            done += 1
         return True
 
     async def wait_loaded(self, segment: Segment | None, timeout_s: float) -> bool:
