@@ -16,6 +16,7 @@ from starlette.responses import Response
 from svc.auth import Principal
 from svc.errors import ApiError, Forbidden, InvalidRequest
 from svc.http.common import error_response, json_body, json_response, principal_of
+from svc.ingestion.pipeline import glob_wildcards
 from svc.limits.plans import QUOTA_OPTION, check_quota_option, guard_quota_option
 from svc.projects import ProjectService
 from svc.queries.dates import parse_zone
@@ -23,6 +24,19 @@ from svc.queries.dates import parse_zone
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 DOMAIN = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9-]{1,63}$")
 KEY_KINDS = ("public", "secret", "share")
+# Bounds of a project's options: every event of the project is checked against them on the
+# event loop all tenants share (svc.ingestion.pipeline compiles them once per project
+# version), so one tenant's options must not cost every tenant's events. The globs are one
+# RE2 automaton: within these bounds the costliest 1,000-event batches of 2 KB paths we
+# could make took at most 50 ms to check (real paths: 2 ms); each wildcard more multiplies
+# the states the automaton may need (100 globs with ten `?` after a `*` made RE2 give up its
+# automaton: 20-30 s a batch; 4,000 globs with fnmatch one by one: 1.8 s).
+MAX_DOMAINS = 100
+MAX_EXCLUDED_ADDRESSES = 1000  # one set lookup per distinct prefix length, whatever the count
+MAX_ADDRESS_LENGTH = 64  # an IPv6 CIDR is at most 43 characters
+MAX_EXCLUDED_PATHS = 50
+MAX_PATH_GLOB_LENGTH = 256
+MAX_GLOB_WILDCARDS = 4  # runs of *, each ? and each [
 
 
 def _service(request: Request) -> ProjectService:
@@ -175,17 +189,20 @@ def _timezone(value: Any) -> str:
 
 
 def _domains(value: Any) -> list[str]:
-    if not isinstance(value, list) or len(value) > 100:
+    if not isinstance(value, list) or len(value) > MAX_DOMAINS:
         raise InvalidRequest(
-            "`domains` must be an array of at most 100 host names", field="domains"
+            f"`domains` must be an array of at most {MAX_DOMAINS} host names", field="domains"
         )
     out: list[str] = []
     for item in value:
         if not isinstance(item, str):
             raise InvalidRequest("`domains` must hold host names", field="domains")
         host = item.strip().lower().removeprefix("www.")
-        if not DOMAIN.match(host):
-            raise InvalidRequest(f"`domains`: {item!r} is not a host name", field="domains")
+        if len(host) > 253 or not DOMAIN.match(host):
+            raise InvalidRequest(
+                f"`domains`: {_shown(item)} is not a host name (at most 253 characters)",
+                field="domains",
+            )
         if host not in out:
             out.append(host)
     return out
@@ -204,28 +221,41 @@ def _options(value: Any) -> dict[str, Any]:
         out[QUOTA_OPTION] = check_quota_option(value[QUOTA_OPTION])
     if "excludeAddresses" in value:
         ranges = value["excludeAddresses"]
-        if not isinstance(ranges, list) or len(ranges) > 1000:
+        where = "options.excludeAddresses"
+        if not isinstance(ranges, list) or len(ranges) > MAX_EXCLUDED_ADDRESSES:
             raise InvalidRequest(
-                "`options.excludeAddresses` must be a list of CIDRs",
-                field="options.excludeAddresses",
+                f"`{where}` must be a list of at most {MAX_EXCLUDED_ADDRESSES} CIDRs", field=where
             )
         for r in ranges:
-            try:
-                ipaddress.ip_network(str(r), strict=False)
-            except ValueError as exc:
+            if not isinstance(r, str) or not 0 < len(r) <= MAX_ADDRESS_LENGTH:
                 raise InvalidRequest(
-                    f"`options.excludeAddresses`: {r!r} is not a CIDR",
-                    field="options.excludeAddresses",
-                ) from exc
-        out["excludeAddresses"] = [str(r) for r in ranges]
+                    f"`{where}`: {_shown(r)} is not a CIDR (a string like 10.0.0.0/8)",
+                    field=where,
+                )
+            try:
+                ipaddress.ip_network(r, strict=False)
+            except ValueError as exc:
+                raise InvalidRequest(f"`{where}`: {r!r} is not a CIDR", field=where) from exc
+        out["excludeAddresses"] = list(ranges)
     if "excludePaths" in value:
         paths = value["excludePaths"]
-        if not isinstance(paths, list) or not all(
-            isinstance(p, str) and p.startswith("/") for p in paths
+        where = "options.excludePaths"
+        if (
+            not isinstance(paths, list)
+            or len(paths) > MAX_EXCLUDED_PATHS
+            or not all(
+                isinstance(p, str)
+                and p.startswith("/")
+                and len(p) <= MAX_PATH_GLOB_LENGTH
+                and glob_wildcards(p) <= MAX_GLOB_WILDCARDS
+                for p in paths
+            )
         ):
             raise InvalidRequest(
-                "`options.excludePaths` must be a list of path globs like /admin/*",
-                field="options.excludePaths",
+                f"`{where}` must be a list of at most {MAX_EXCLUDED_PATHS} path globs like "
+                f"/admin/*, each at most {MAX_PATH_GLOB_LENGTH} characters with at most "
+                f"{MAX_GLOB_WILDCARDS} wildcards (*, ? or [...])",
+                field=where,
             )
         out["excludePaths"] = paths
     if "onlyOwnDomains" in value:
@@ -235,6 +265,12 @@ def _options(value: Any) -> dict[str, Any]:
             )
         out["onlyOwnDomains"] = value["onlyOwnDomains"]
     return out
+
+
+def _shown(value: Any) -> str:
+    """A value as an error message quotes it: its start only."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _reject_unknown(body: dict[str, Any], allowed: set[str], prefix: str = "") -> None:
