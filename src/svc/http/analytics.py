@@ -14,6 +14,7 @@ query string, ``receive``) and returns the status, headers and body; it is used 
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qsl
@@ -34,6 +35,7 @@ from svc.http.common import (
 )
 from svc.ingestion.enrich.geo import geo_from_headers
 from svc.ingestion.pipeline import RequestContext
+from svc.ingestion.wire import decode_body
 from svc.meta.store import Project
 from svc.runtime import Runtime
 from svc.timeutil import now_ms
@@ -47,11 +49,13 @@ Send = Callable[[Message], Awaitable[None]]
 RawHeaders = list[tuple[bytes, bytes]]
 
 _encoder = msgspec.json.Encoder()
-_decoder = msgspec.json.Decoder()
 _JSON = (b"content-type", b"application/json")
 _CORS: RawHeaders = [(k.lower().encode(), v.encode()) for k, v in CORS_HEADERS.items()]
 _INTERNAL = ApiError(
-    "an internal error occurred; it has been logged", status=500, code="internal_error"
+    "an internal error occurred; it has been logged",
+    status=500,
+    code="internal_error",
+    headers={"Connection": "close"},  # the connection's state is not to be trusted: closed
 )
 
 
@@ -173,13 +177,11 @@ async def _admin_project(runtime: Runtime, params: dict[str, str], body: bytes) 
     """With the admin token, the project is the ``projectId`` of the (first) event."""
     project_id = params.get("projectId")
     if not project_id:
-        try:
-            doc = _decoder.decode(body)
-        except (msgspec.DecodeError, RecursionError):  # too deep: ingest answers 400
-            doc = None
-        if isinstance(doc, dict) and isinstance(doc.get("events"), list):
-            doc = doc["events"]
-        first = doc[0] if isinstance(doc, list) and doc else doc
+        try:  # event by event, as ingestion reads it (an undecodable event is no dict)
+            events = decode_body(body, sys.maxsize).events
+        except ApiError:  # ingestion answers it
+            events = []
+        first = events[0] if events else None
         if isinstance(first, dict) and isinstance(first.get("projectId"), str):
             project_id = first["projectId"]
     if not project_id:

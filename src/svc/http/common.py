@@ -105,6 +105,8 @@ async def json_body(request: Request, limit: int = 64 * 1024) -> dict[str, Any]:
         doc = _decoder.decode(data)
     except (msgspec.DecodeError, RecursionError) as exc:  # too deep: 400 (docs/limits.md)
         raise InvalidRequest(f"the body is not valid JSON: {exc}", field="body") from exc
+    except UnicodeDecodeError as exc:  # invalid UTF-8 inside a string
+        raise InvalidRequest("the body holds invalid UTF-8", field="body") from exc
     if not isinstance(doc, dict):
         raise InvalidRequest("the body must be a JSON object", field="body")
     return doc

@@ -88,17 +88,26 @@ class Body:
 
 
 def decode_body(data: bytes, max_events: int) -> Body:
-    """Parse JSON and find the events; malformed JSON or a wrong shape is a 400."""
+    """Parse JSON and find the events; malformed JSON or a wrong shape is a 400.
+
+    Well-formed JSON that the decoder still refuses (invalid UTF-8 inside a string, a number
+    out of range such as ``1e400``) is decoded event by event (:func:`_decode_events`): the
+    events that decode are kept, each that does not stands as an :class:`Undecodable` whose
+    error names its field, so that a batch keeps its good events."""
     if not data.strip():
         raise InvalidRequest("the request body is empty; send a JSON event", field="body")
     try:
         doc = _decoder.decode(data)
+    except (msgspec.ValidationError, UnicodeDecodeError) as exc:
+        doc = _decode_events(data, exc)
     except msgspec.DecodeError as exc:
         raise InvalidRequest(f"the body is not valid JSON: {exc}", field="body") from exc
     except RecursionError as exc:  # msgspec's nesting bound (docs/limits.md): 400, not 500
         raise InvalidRequest("the body is nested too deeply", field="body") from exc
     if isinstance(doc, list):
         events, is_batch = doc, True
+    elif type(doc) is Undecodable:  # a single event that does not decode
+        raise doc.error
     elif isinstance(doc, dict) and "events" in doc and "event" not in doc:
         events, is_batch = doc["events"], True
         if not isinstance(events, list):
@@ -118,6 +127,92 @@ def decode_body(data: bytes, max_events: int) -> Body:
             field="events",
         )
     return Body(events, is_batch)
+
+
+class Undecodable:
+    """An event of a well-formed body that does not decode (invalid UTF-8 in a string, a
+    number out of range): it stands in the event list, and :func:`validate_event` raises its
+    error, which names the field."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: InvalidRequest) -> None:
+        self.error = error
+
+
+_raw_list = msgspec.json.Decoder(list[msgspec.Raw])
+_raw_object = msgspec.json.Decoder(dict[str, msgspec.Raw])
+# what an untyped decode raises on well-formed JSON it cannot represent
+_UNDECODABLE = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
+
+
+def _decode_events(data: bytes, exc: Exception) -> Any:
+    """A body that is well-formed JSON but does not decode whole: its events decoded one by
+    one (an array, ``{"events": [...]}`` or one event), each that fails as an
+    :class:`Undecodable`. JSON that is not well-formed is a 400 for the whole body."""
+    start = data.lstrip()[:1]
+    try:
+        if start == b"[":
+            return [_decode_event(raw) for raw in _raw_list.decode(data)]
+        if start == b"{":
+            fields = _raw_object.decode(data)
+            if "events" in fields and "event" not in fields:
+                try:
+                    events = _raw_list.decode(fields["events"])
+                except msgspec.ValidationError:
+                    return {"events": None}  # refused by decode_body: not an array
+                return {"events": [_decode_event(raw) for raw in events]}
+            return _decode_event(msgspec.Raw(data))
+    except UnicodeDecodeError as error:  # in a field name at the top level
+        raise InvalidRequest("the body holds invalid UTF-8 in a field name", field="body") from (
+            error
+        )
+    except (msgspec.DecodeError, RecursionError) as malformed:
+        exc = malformed
+    if isinstance(exc, UnicodeDecodeError):
+        raise InvalidRequest("the body holds invalid UTF-8", field="body") from exc
+    raise InvalidRequest(f"the body is not valid JSON: {exc}", field="body") from exc
+
+
+def _decode_event(raw: msgspec.Raw) -> Any:
+    try:
+        return _decoder.decode(raw)
+    except _UNDECODABLE as exc:
+        return Undecodable(_event_error(raw, exc))
+
+
+def _event_error(raw: msgspec.Raw, exc: Exception) -> InvalidRequest:
+    """The error of an event that does not decode, naming the field (``properties.<key>``
+    inside the properties) whose value does not."""
+    where = "event"
+    try:
+        fields = _raw_object.decode(raw)
+        for key, value in fields.items():
+            try:
+                _decoder.decode(value)
+            except _UNDECODABLE as inner:
+                where, exc = key, inner
+                if key == "properties":
+                    for name, item in _raw_object.decode(value).items():
+                        try:
+                            _decoder.decode(item)
+                        except _UNDECODABLE as deepest:
+                            where, exc = f"properties.{name}", deepest
+                            break
+                break
+    except _UNDECODABLE:
+        pass  # not an object, or a field name that does not decode: the event is named
+    if isinstance(exc, UnicodeDecodeError):
+        what = "holds invalid UTF-8"
+    elif isinstance(exc, RecursionError):
+        what = "is nested too deeply"
+    elif isinstance(exc, msgspec.ValidationError):
+        what = f"cannot be read: {str(exc).split(' - at ')[0].lower()}"
+    else:
+        what = "is not valid JSON"
+    if where == "event":
+        return InvalidRequest(f"the event {what}", field="event")
+    return InvalidRequest(f"`{where}` {what}", field=where)
 
 
 _batch_decoder = msgspec.json.Decoder(list[RawEvent])
@@ -183,6 +278,8 @@ def validate_event(obj: Any, now_ms: int) -> RawEvent:
     string; anything else goes through :func:`_opt_str`, which decides as it always did.
     """
     if not isinstance(obj, dict):
+        if type(obj) is Undecodable:
+            raise obj.error
         raise InvalidRequest("an event must be a JSON object", field="event")
     get = obj.get
     name = get("event")
