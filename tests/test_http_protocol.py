@@ -485,12 +485,15 @@ def test_in_process_lost_connection_and_failing_application() -> None:
         protocol.connection_lost(None)
         await settle()
         assert app.gone == 1 and transport.out == b""
-        # a failing application: uvicorn's 500, and the connection closed
+        # a failing application: a 500 in the JSON shape, and the connection closed
         protocol, transport = connect(Recorder(fail=True))
         protocol.data_received(post(b"z"))
         await settle()
         assert transport.out.startswith(b"HTTP/1.1 500 Internal Server Error\r\n")
-        assert transport.out.endswith(b"\r\n\r\nInternal Server Error")
+        assert b"connection: close\r\n" in transport.out
+        assert transport.out.endswith(
+            b'"code":"internal_error","message":"an internal error occurred; it has been logged"}}'
+        )
         assert transport.closed
         protocol.connection_lost(None)
         # shutdown while a request is being answered: answered, then closed

@@ -124,8 +124,13 @@ async def api_error(request: Request, exc: Exception) -> Response:
 
 async def unexpected_error(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error on %s %s", request.method, request.url.path)
+    # Starlette raises the error again once this answer is sent, and uvicorn then closes the
+    # connection: the answer says so.
     return error_response(
         ApiError(
-            "an internal error occurred; it has been logged", status=500, code="internal_error"
+            "an internal error occurred; it has been logged",
+            status=500,
+            code="internal_error",
+            headers={"Connection": "close"},
         )
     )

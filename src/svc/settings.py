@@ -157,6 +157,11 @@ class Settings:
     client_body_timeout_seconds: float = _setting(
         30.0, "A client must send a request's body within this time after its headers, else 408."
     )
+    max_header_bytes: int = _setting(
+        64 * 1024,
+        "Largest request line and headers together (bytes): past it 431 (414 for the URL "
+        "alone), and the connection is closed.",
+    )
     fast_ingest_protocol: bool = _setting(
         True,
         "Answer POST /analytics inside the HTTP protocol, without uvicorn's ASGI layer (same "

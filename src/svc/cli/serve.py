@@ -53,12 +53,11 @@ def protocol_class(settings: Settings, fast: Any) -> type[Any]:
     aside, POST /analytics answered inside it, ahead of uvicorn's ASGI layer
     (svc.http.protocol: it calls the same application, so the same limits and handler)."""
     from svc.http.analytics import AnalyticsFastPath
-    from svc.http.protocol import analytics_protocol
-    from svc.limits.timeouts import http_protocol
+    from svc.http.protocol import analytics_protocol, json_error_protocol
 
     if settings.fast_ingest_protocol and isinstance(fast, AnalyticsFastPath):
         return analytics_protocol(settings)
-    return http_protocol(settings)
+    return json_error_protocol(settings)  # the deadlines, the bound on heads, JSON errors
 
 
 def _server_class(base: Any) -> Any:
