@@ -533,7 +533,14 @@ def _report_paths(secured: list[dict[str, list[str]]]) -> dict[str, Any]:
                 *scoped,
                 _param("by", "query", "The dimension (see `filter`).", True),
                 limit,
-                _param("offset", "query", "Rows to skip.", type="integer"),
+                _param(
+                    "offset",
+                    "query",
+                    "Rows to skip (0-1,000,000).",
+                    type="integer",
+                    minimum=0,
+                    maximum=1_000_000,
+                ),
                 _param(
                     "order",
                     "query",

@@ -50,16 +50,22 @@ class Page:
         return f"{ORDER_COLUMNS[name]} {direction}, value ASC"
 
 
+MAX_OFFSET = 1_000_000  # bound into SQL as UInt32: a larger one would wrap at 2^32
+
+
 def parse_page(limit: str | None, offset: str | None, order: str | None) -> Page:
     try:
         n = int(limit) if limit else 100
+    except ValueError:
+        raise InvalidRequest("`limit` must be a whole number", field="limit") from None
+    try:
         skip = int(offset) if offset else 0
     except ValueError:
-        raise InvalidRequest("`limit` and `offset` must be whole numbers", field="limit") from None
+        raise InvalidRequest("`offset` must be a whole number", field="offset") from None
     if not 1 <= n <= 1000:
         raise InvalidRequest("`limit` must be between 1 and 1000", field="limit")
-    if skip < 0:
-        raise InvalidRequest("`offset` must be 0 or more", field="offset")
+    if not 0 <= skip <= MAX_OFFSET:
+        raise InvalidRequest(f"`offset` must be between 0 and {MAX_OFFSET}", field="offset")
     page = Page(n, skip, order or "-visitors")
     page.order_sql()
     return page
