@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import random
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -259,3 +261,41 @@ def test_spool_files_are_private(fresh_server: Server) -> None:
     assert os.stat(spool).st_mode & 0o077 == 0
     srv.stop()
     assert httpx is not None
+
+
+_DROP_EVENTS = """
+import sys
+from pathlib import Path
+from svc.settings import Settings
+from svc.storage.events import EventStore
+store = EventStore(Settings.from_env(data_dir=Path(sys.argv[1])))
+store.client.command("DROP TABLE events")
+"""
+
+
+def test_a_broken_store_is_waited_for_not_blamed_on_the_data(fresh_server: Server) -> None:
+    """The store answers ``SELECT 1`` but refuses every insert (its events table is gone):
+    that is the store's trouble, not the rows'. Nothing is quarantined; the segment waits in
+    the spool and /health names the loader's error."""
+    srv = fresh_server
+    srv.env.update(HOLD)
+    srv.start()
+    project = srv.create_project("broken")
+    with client(project["keys"]["secret"]) as http:
+        assert Acknowledged().send(http, srv.url, batch(0, 10)) == 200
+    srv.stop(kill=True)
+    done = subprocess.run(
+        [sys.executable, "-c", _DROP_EVENTS, str(srv.data_dir)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    srv.env.clear()
+    srv.start(healthy=False)
+    deadline = time.monotonic() + 10
+    while not (pipeline := srv.health()["pipeline"])["loaderError"]:
+        assert time.monotonic() < deadline, pipeline
+        time.sleep(0.1)
+    assert "UNKNOWN_TABLE" in pipeline["loaderError"]
+    assert pipeline["backlogEvents"] == 10
+    assert pipeline["quarantinedRecords"] == 0 and not quarantine_index(srv.data_dir)
+    assert list((srv.data_dir / "spool").glob("*.ready"))
+    srv.stop()

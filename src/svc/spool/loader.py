@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import time
 
 from svc.spool.frames import Scan, lines
@@ -26,6 +27,28 @@ from svc.spool.quarantine import Quarantine
 from svc.storage.events import EventStore
 
 log = logging.getLogger(__name__)
+
+#: ClickHouse names its errors in parentheses: "... (CANNOT_PARSE_INPUT_ASSERTION_FAILED)".
+_ERROR_NAME = re.compile(r"\(([A-Z][A-Z0-9_]{3,})\)")
+#: Errors that refuse rows for what they hold (prefixes, or whole names).
+DATA_ERROR_PREFIXES = ("CANNOT_PARSE", "CANNOT_READ", "CANNOT_CONVERT")
+DATA_ERRORS = frozenset(
+    {
+        "INCORRECT_DATA",
+        "TYPE_MISMATCH",
+        "TOO_LARGE_STRING_SIZE",
+        "INCORRECT_NUMBER_OF_COLUMNS",
+        "CANNOT_INSERT_NULL_IN_ORDINARY_COLUMN",
+        "ARGUMENT_OUT_OF_BOUND",
+        "VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE",
+        "DECIMAL_OVERFLOW",
+        "SIZES_OF_COLUMNS_DOESNT_MATCH",
+    }
+)
+
+
+def _is_data_error(name: str) -> bool:
+    return name in DATA_ERRORS or name.startswith(DATA_ERROR_PREFIXES)
 
 
 class Loader:
@@ -147,7 +170,7 @@ class Loader:
             try:
                 self._insert(payload, segment.token)
             except Exception as exc:
-                if not self._store_answers():
+                if not self._data_refused(exc):
                     raise
                 log.warning("the store refused %s, loading it line by line: %s", name, exc)
                 numbered = [
@@ -188,12 +211,18 @@ class Loader:
             try:
                 self._insert(b"".join(line for _, line in numbered[a:b]), f"{token}/{a}-{b}")
             except Exception as exc:
-                if not self._store_answers():
+                if not self._data_refused(exc):
                     raise
                 self._insert_parts(name, token, numbered, a, b, exc)
 
-    def _store_answers(self) -> bool:
-        """Whether the store answers a trivial query (a refusal is then the data's fault)."""
+    def _data_refused(self, exc: Exception) -> bool:
+        """Whether ``exc`` refuses the data itself: a ClickHouse error named as a parse or
+        conversion failure (:data:`DATA_ERRORS`), from a store that answers a trivial query.
+        Anything else (a missing table, memory, disk, a timeout, a lost connection) is the
+        store's trouble: the segment waits, nothing is quarantined."""
+        names = set(_ERROR_NAME.findall(str(exc)))
+        if not names or not all(_is_data_error(n) for n in names):
+            return False
         try:
             self.store.insert_client.query("SELECT 1")
         except Exception:
