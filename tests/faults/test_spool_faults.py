@@ -295,6 +295,7 @@ def test_a_broken_store_is_waited_for_not_blamed_on_the_data(fresh_server: Serve
         assert time.monotonic() < deadline, pipeline
         time.sleep(0.1)
     assert "UNKNOWN_TABLE" in pipeline["loaderError"]
+    assert srv.health()["status"] == "degraded"
     assert pipeline["backlogEvents"] == 10
     assert pipeline["quarantinedRecords"] == 0 and not quarantine_index(srv.data_dir)
     assert list((srv.data_dir / "spool").glob("*.ready"))

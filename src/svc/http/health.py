@@ -45,8 +45,8 @@ def health_report(runtime: Runtime) -> dict[str, Any]:
     return {
         "ok": accepting,
         "ready": accepting,
-        "status": "ok"
-        if accepting and store["reachable"]
+        "status": "ok"  # degraded: events are taken, but not loaded into the store
+        if accepting and store["reachable"] and loader.last_error is None
         else ("degraded" if accepting else "down"),
         "pipeline": {
             "accepting": accepting,
