@@ -16,7 +16,12 @@ from starlette.responses import Response
 from svc.auth import Principal
 from svc.errors import ApiError, Forbidden, InvalidRequest
 from svc.http.common import error_response, json_body, json_response, principal_of
-from svc.ingestion.pipeline import glob_wildcards
+from svc.ingestion.pipeline import (
+    MAX_EXCLUDED_PATHS,
+    MAX_GLOB_WILDCARDS,
+    MAX_PATH_GLOB_LENGTH,
+    glob_wildcards,
+)
 from svc.limits.plans import QUOTA_OPTION, check_quota_option, guard_quota_option
 from svc.projects import ProjectService
 from svc.queries.dates import parse_zone
@@ -26,17 +31,11 @@ DOMAIN = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0
 KEY_KINDS = ("public", "secret", "share")
 # Bounds of a project's options: every event of the project is checked against them on the
 # event loop all tenants share (svc.ingestion.pipeline compiles them once per project
-# version), so one tenant's options must not cost every tenant's events. The globs are one
-# RE2 automaton: within these bounds the costliest 1,000-event batches of 2 KB paths we
-# could make took at most 50 ms to check (real paths: 2 ms); each wildcard more multiplies
-# the states the automaton may need (100 globs with ten `?` after a `*` made RE2 give up its
-# automaton: 20-30 s a batch; 4,000 globs with fnmatch one by one: 1.8 s).
+# version and says what the bounds of the path globs buy), so one tenant's options must not
+# cost every tenant's events.
 MAX_DOMAINS = 100
 MAX_EXCLUDED_ADDRESSES = 1000  # one set lookup per distinct prefix length, whatever the count
 MAX_ADDRESS_LENGTH = 64  # an IPv6 CIDR is at most 43 characters
-MAX_EXCLUDED_PATHS = 50
-MAX_PATH_GLOB_LENGTH = 256
-MAX_GLOB_WILDCARDS = 4  # runs of *, each ? and each [
 
 
 def _service(request: Request) -> ProjectService:
