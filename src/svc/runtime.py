@@ -207,11 +207,28 @@ class Runtime:
 
     # housekeeping ---------------------------------------------------------------------------
 
+    def loaded_through_ms(self) -> int:
+        """A time before which every event received is in the store: the oldest receipt
+        still in a request on its way to the spool, or in the spool, else now. Read on the
+        event loop, where these change."""
+        waiting = [now_ms()]
+        oldest = self.loader.oldest_waiting_ms
+        if oldest is not None:
+            waiting.append(oldest)
+        if self.spool.open_oldest_ms:
+            waiting.append(self.spool.open_oldest_ms)
+        in_flight = self.ingest.oldest_in_flight_ms()
+        if in_flight is not None:
+            waiting.append(in_flight)
+        return min(waiting)
+
     async def _roll_up(self) -> None:
         """Keep the daily rollups current (svc.storage.rollups), off the event loop."""
         while True:
             try:
-                days = await asyncio.to_thread(self.rollups.refresh)
+                days = await asyncio.to_thread(
+                    self.rollups.refresh, None, self.loaded_through_ms()
+                )
                 if days:
                     log.info("rolled up %d day(s) of sessions", days)
             except Exception as exc:  # the store may be down; try again later

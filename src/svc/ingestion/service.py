@@ -88,6 +88,14 @@ class IngestService:
         # are refused, so none reaches the spool after its purge began (see Runtime).
         self.closing: set[str] = set()
         self.deleted: set[tuple[str, int]] = set()
+        # Receipt times of the requests between their start and their answer, by request.
+        self._in_flight: dict[int, int] = {}
+        self._request_seq = 0
+
+    def oldest_in_flight_ms(self) -> int | None:
+        """The receipt time of the oldest request not answered yet (its events may be on
+        their way to the spool)."""
+        return min(self._in_flight.values(), default=None)
 
     def gone(self, project: Project) -> bool:
         """Whether ``project`` is being deleted or was (a request that authenticated before)."""
@@ -128,6 +136,15 @@ class IngestService:
 
     async def ingest(self, ctx: RequestContext, body: bytes) -> IngestResult:
         """Store what is valid in ``body``; raises :class:`ApiError` for a whole-request error."""
+        self._request_seq += 1
+        request = self._request_seq
+        self._in_flight[request] = ctx.received_ms
+        try:
+            return await self._ingest(ctx, body)
+        finally:
+            del self._in_flight[request]
+
+    async def _ingest(self, ctx: RequestContext, body: bytes) -> IngestResult:
         if self.gone(ctx.project):
             raise InvalidApiKey("the project of this key was deleted", field="api_key")
         valid = decode_valid(body, self.settings.max_batch_events, ctx.received_ms)

@@ -129,7 +129,8 @@ class Loader:
 
     @property
     def oldest_waiting_ms(self) -> int | None:
-        candidates = [s.oldest_ms for s in self.spool.ready if s.events]
+        """The receipt time of the oldest event not in the store yet (spooled)."""
+        candidates = [s.oldest_ms for s in self.spool.ready if s.events and not s.inserted]
         if self.spool.open_events and self.spool.open_oldest_ms:
             candidates.append(self.spool.open_oldest_ms)
         return min(candidates) if candidates else None
@@ -179,6 +180,7 @@ class Loader:
                     for line in lines(record.payload)
                 ]
                 self._insert_parts(name, segment.token, numbered, 0, len(numbered), exc)
+        segment.inserted = True
         self._release_memory()
 
     def _release_memory(self) -> None:

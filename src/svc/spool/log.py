@@ -47,6 +47,7 @@ class Segment:
     bytes: int
     oldest_ms: int
     limit: int | None = None
+    inserted: bool = False  # in the store, not yet deleted (set by the loader's thread)
 
     @property
     def token(self) -> str:

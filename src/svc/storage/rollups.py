@@ -199,16 +199,32 @@ class Rollups:
         self.store = store
         self._sql = _day_sql()
         self._checked_since: datetime | None = None
+        self._last_version: int | None = None
         self.days_computed = 0  # since start, for /health
 
-    def refresh(self, now: datetime | None = None) -> int:
+    def refresh(self, now: datetime | None = None, loaded_through_ms: int | None = None) -> int:
         """Roll up the days that are over and not rolled up yet, and those that events
-        received since the last call changed. Returns how many days were computed."""
+        received since the last call changed. Returns how many days were computed.
+
+        ``loaded_through_ms``: every event received before this time is in the store (the
+        runtime knows: nothing older waits in the spool or in a request). It becomes the
+        version of the days computed now, and a day is stale only when an event received at
+        or after its version is in the store: each change is rolled up once. Without it, a
+        margin of :data:`RECHECK_MARGIN` stands in for what the spool may hold, and a day an
+        event changed is computed on every call for that long."""
         now = now or datetime.now(UTC)
         last_day = (now - SETTLE).date() - timedelta(days=1)
         since = self._checked_since or (now - FIRST_CHECK)
-        days = self._missing(last_day) | self._changed(since, last_day)
-        version = int(now.timestamp() * 1000)
+        exact = loaded_through_ms is not None
+        days = self._missing(last_day) | self._changed(since, last_day, exact)
+        if not days:
+            return 0
+        if self._last_version is None:
+            rows = self.store.query("SELECT max(version) FROM rollup_days", {})
+            self._last_version = int(rows[0][0] or 0) if rows else 0
+        watermark = int(now.timestamp() * 1000) if loaded_through_ms is None else loaded_through_ms
+        version = max(watermark, self._last_version + 1)  # versions only grow
+        self._last_version = version
         for project_id, day in sorted(days):
             self.compute(project_id, day, version)
         return len(days)
@@ -264,11 +280,12 @@ class Rollups:
         )
         return {(str(p), _as_date(d)) for p, d in rows}
 
-    def _changed(self, since: datetime, last_day: date) -> set[tuple[str, date]]:
+    def _changed(self, since: datetime, last_day: date, exact: bool) -> set[tuple[str, date]]:
         """Rolled-up days with events received since ``since`` and not before their current
-        version was computed (less :data:`RECHECK_MARGIN`, for events that were still in the
-        spool then); moves the mark on. A restart, which looks back :data:`FIRST_CHECK`,
-        does not roll up again the days whose events all came before their rollup."""
+        version (with ``exact``, the version is the time through which every event was in the
+        store; else less :data:`RECHECK_MARGIN`, for events that were still in the spool);
+        moves the mark on. A restart, which looks back :data:`FIRST_CHECK`, does not roll up
+        again the days whose events all came before their rollup."""
         rows = self.store.query(
             "SELECT e.project_id, e.day, e.latest, toInt64(toUnixTimestamp64Milli(e.latest)) "
             ">= toInt64(r.version) - {margin:Int64} AS stale FROM (SELECT project_id, "
@@ -279,7 +296,7 @@ class Rollups:
             "ON r.project_id = e.project_id AND r.session_day = e.day",
             {
                 "since": since.replace(tzinfo=None),
-                "margin": int(RECHECK_MARGIN.total_seconds() * 1000),
+                "margin": 0 if exact else int(RECHECK_MARGIN.total_seconds() * 1000),
             },
         )
         latest = max((_as_utc(r[2]) for r in rows), default=None)
