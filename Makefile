@@ -12,7 +12,7 @@ PORT ?= 8080
 DATA ?= ./data
 PYTEST_ARGS ?=
 
-.PHONY: help run test setup lint typecheck pytest services chromium dashboard-deps bench clean
+.PHONY: help run test setup lint typecheck pytest services stop-services chromium dashboard-deps bench clean
 
 help:
 	@echo "make run    set up and run svc on http://$(HOST):$(PORT) (data in $(DATA))"
@@ -38,17 +38,22 @@ run: setup
 TEST_APT := chromium zsh fish
 chromium:
 	@missing=$$(for c in $(TEST_APT); do command -v $$c >/dev/null 2>&1 || echo $$c; done); \
-	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
+	if [ -n "$$missing" ]; then echo "make test: installing $$missing with apt"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 
 # The dashboard's pinned npm packages (axe-core for the accessibility test); the build itself
 # is committed, so a fresh clone would otherwise never run npm ci.
 dashboard-deps:
 	@test -f dashboard/node_modules/axe-core/axe.min.js || { cd dashboard && $(NPM) ci --no-audit --no-fund >/dev/null; }
 
-# PostgreSQL and Redis from Debian, started for the tests.
+# PostgreSQL and Redis from Debian; PostgreSQL is started for the tests and left running (make
+# stop-services), the Redis tests start servers of their own.
 services:
+	@echo "make test: starting PostgreSQL for the tests (PostgreSQL and Redis installed with apt if missing)"
 	@bash scripts/test-services.sh > $(STAMPS)/services.env
 	@cat $(STAMPS)/services.env
+
+stop-services:
+	-@pg_lsclusters -h 2>/dev/null | awk '{print $$1, $$2}' | while read v n; do pg_ctlcluster $$v $$n stop; done
 
 lint: $(STAMPS)/venv
 	$(VENV)/bin/ruff check src tests bench
