@@ -283,7 +283,8 @@ def test_login_saves_a_private_config_and_logout_forgets_it(
     )
     assert not config.exists()
 
-    bare("login", "--url", server.url, stdin=server.admin_token + "\n").ok()
+    admin = bare("login", "--url", server.url, stdin=server.admin_token + "\n").ok()
+    assert f"Logged in to {server.url} with an admin token;" in admin.stderr
     assert stat.S_IMODE(config.stat().st_mode) == 0o600
     assert server.admin_token in config.read_text()
     listed = bare("projects", "list", "--json").ok().json()  # no flags, no environment
@@ -312,7 +313,8 @@ def test_login_saves_a_private_config_and_logout_forgets_it(
 
     # A secret key: its project becomes the default --project.
     created = cli("projects", "create", unique(), "--json").ok().json()
-    bare("login", "--url", server.url, "--token", created["keys"]["secret"]).ok()
+    secret = bare("login", "--url", server.url, "--token", created["keys"]["secret"]).ok()
+    assert f"with a secret key (project {created['id']})" in secret.stderr
     assert f'project = "{created["id"]}"' in config.read_text()
     assert bare("keys", "list", "--json").ok().json()["keys"]
 

@@ -224,7 +224,8 @@ def run_login(ctx: Context) -> int:
         )
     else:
         extra = f" (project {values['project']})" if values.get("project") else ""
-        ctx.out.done(f"Logged in to {url} with a {who}{extra}; saved in {path}")
+        article = "an" if who.startswith(("a", "e", "i", "o", "u")) else "a"
+        ctx.out.done(f"Logged in to {url} with {article} {who}{extra}; saved in {path}")
     return 0
 
 
