@@ -22,9 +22,12 @@ help:
 $(STAMPS):
 	@mkdir -p $(STAMPS)
 
-$(STAMPS)/venv: pyproject.toml | $(STAMPS)
+# The Python client (clients/python, distribution svc-analytics-client) first: the service's
+# dev extra requires it, and it is not taken from PyPI.
+$(STAMPS)/venv: pyproject.toml clients/python/pyproject.toml | $(STAMPS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e 'clients/python[test]'
 	$(PY) -m pip install -q -e '.[dev]'
 	@touch $@
 
@@ -56,8 +59,8 @@ stop-services:
 	-@pg_lsclusters -h 2>/dev/null | awk '{print $$1, $$2}' | while read v n; do pg_ctlcluster $$v $$n stop; done
 
 lint: $(STAMPS)/venv
-	$(VENV)/bin/ruff check src tests bench
-	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/ruff check src tests bench clients/python
+	$(VENV)/bin/ruff format --check src tests bench clients/python
 
 typecheck: $(STAMPS)/venv
 	$(VENV)/bin/mypy

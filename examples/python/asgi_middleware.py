@@ -12,7 +12,7 @@ FastAPI::
 
     from contextlib import asynccontextmanager
     from fastapi import FastAPI
-    from svc.client import create_async_client
+    from svc_client import create_async_client
     from asgi_middleware import SvcPageViews
 
     svc = create_async_client(
@@ -39,8 +39,8 @@ import contextlib
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
 from typing import Any
 
-from svc.client import AsyncClient
-from svc.client.web import DEFAULT_TRUSTED_PROXIES, client_ip, is_page_request, is_trusted
+from svc_client import AsyncClient
+from svc_client.web import DEFAULT_TRUSTED_PROXIES, client_ip, is_page_request, is_trusted
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

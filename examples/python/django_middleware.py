@@ -19,11 +19,11 @@ settings.py::
 
 After each ``GET`` answered with a 2xx HTML page, the middleware records a ``page_view`` with
 the visitor's user agent, address and referrer. ``page_view`` does not wait for the network:
-one :class:`svc.client.Client` per process sends in batches from a background thread, and is
+one :class:`svc_client.Client` per process sends in batches from a background thread, and is
 closed (what is queued is sent) when the process exits. Custom events from views::
 
-    from django_middleware import svc_client, visitor
-    svc_client().sign_up("email", **visitor(request))
+    from django_middleware import get_client, visitor
+    get_client().sign_up("email", **visitor(request))
 
 This module imports without Django installed (Django is imported when the middleware starts).
 """
@@ -35,8 +35,8 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from svc.client import Client, create_client
-from svc.client.web import DEFAULT_TRUSTED_PROXIES, client_ip, is_page_request
+from svc_client import Client, create_client
+from svc_client.web import DEFAULT_TRUSTED_PROXIES, client_ip, is_page_request
 
 _client: Client | None = None
 _lock = threading.Lock()
@@ -48,7 +48,7 @@ def _settings() -> Mapping[str, Any]:
     return getattr(settings, "SVC", {})
 
 
-def svc_client() -> Client:
+def get_client() -> Client:
     """The process's client, created from ``settings.SVC`` on first use."""
     global _client
     with _lock:
@@ -93,7 +93,7 @@ class SvcPageViewMiddleware:
         if not path.startswith(self.skip) and is_page_request(
             request.method, path, response.status_code, response.get("Content-Type")
         ):
-            client = self.client or svc_client()
+            client = self.client or get_client()
             # A URL the service would refuse (over 2,048 characters) is no page view.
             with contextlib.suppress(ValueError):
                 client.page_view(**visitor(request, self.trusted_proxies))

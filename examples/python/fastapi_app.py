@@ -21,9 +21,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from asgi_middleware import SvcPageViews
-
-from svc.client import AsyncClient, create_async_client
-from svc.client.web import client_ip
+from svc_client import AsyncClient, create_async_client
+from svc_client.web import client_ip
 
 
 def make_client() -> AsyncClient:

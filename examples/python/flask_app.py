@@ -23,8 +23,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from svc.client import Client, create_client
-from svc.client.web import DEFAULT_TRUSTED_PROXIES, client_ip, is_page_request
+from svc_client import Client, create_client
+from svc_client.web import DEFAULT_TRUSTED_PROXIES, client_ip, is_page_request
 
 SKIP = ("/static/", "/health")
 

@@ -10,7 +10,8 @@ import textwrap
 import time
 from typing import Any
 
-from svc.client import AsyncClient, Client, create_async_client, create_client
+from svc_client import AsyncClient, Client, create_async_client, create_client
+
 from tests.client.helpers import (
     BROWSER_UA,
     AsyncLosesFirstResponse,
@@ -333,7 +334,7 @@ def test_in_a_real_process_exit_and_fork_lose_nothing(server: Server, project, e
     r = run_script(
         f"""
         import asyncio, json, os
-        from svc.client import create_async_client, create_client
+        from svc_client import create_async_client, create_client
         key, pid, endpoint = json.loads({args!r})
         options = dict(api_key=key, project_id=pid, endpoint=endpoint)
 

@@ -13,8 +13,8 @@ from typing import Unpack
 
 import httpx
 
-from svc.client import _validate as v
-from svc.client._core import (
+from svc_client import _validate as v
+from svc_client._core import (
     BaseClient,
     ClientOptions,
     _check_http,
@@ -267,7 +267,7 @@ class Client(BaseClient):
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
-        return f"<svc.client.Client {self._project_id} {self._endpoint} {state}>"
+        return f"<svc_client.Client {self._project_id} {self._endpoint} {state}>"
 
 
 # ----- every open client is closed at exit; after fork the child starts afresh ------------------

@@ -2,7 +2,7 @@
 package ``svc`` (``clients/js``), in Python style, and the same bytes on the wire.
 
 ```python
-from svc.client import create_client
+from svc_client import create_client
 
 with create_client(
     api_key="svc_live_...",  # the project's secret key on a server
@@ -24,8 +24,8 @@ from typing import Unpack
 
 import httpx
 
-from svc.client._async import AsyncClient
-from svc.client._core import (
+from svc_client._async import AsyncClient
+from svc_client._core import (
     GA4_HELPERS,
     VERSION,
     BaseClient,
@@ -38,8 +38,8 @@ from svc.client._core import (
     PropertyValue,
     Timestamp,
 )
-from svc.client._sync import Client
-from svc.client.errors import RejectedEvent, SvcError
+from svc_client._sync import Client
+from svc_client.errors import RejectedEvent, SvcError
 
 __all__ = [
     "GA4_HELPERS",
@@ -83,7 +83,7 @@ def create_client(
       ``max_retries`` (5), ``retry_base_delay`` (0.5 s), ``retry_max_delay`` (30.0 s): the
       backoff, see ``docs/clients.md``.
     - ``on_error``: called with an :class:`SvcError` for every failure (default: a warning on
-      the ``svc.client`` logger). ``session_id``: sent with every event unless a call overrides it.
+      the ``svc_client`` logger). ``session_id``: sent with every event unless a call overrides it.
     - ``transport`` or ``http_client``: the httpx transport or client to send with (tests,
       proxies, custom TLS). A client passed in is not closed by ``close()``.
 

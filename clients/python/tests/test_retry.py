@@ -15,9 +15,9 @@ from typing import Any
 import httpx
 import pytest
 
-from svc.client import Client, create_async_client, create_client
-from svc.client._core import parse_retry_after
-from tests.client.helpers import ENDPOINT, Errors, Script, error, ok, until
+from scripted import ENDPOINT, Errors, Script, error, ok, until
+from svc_client import Client, create_async_client, create_client
+from svc_client._core import parse_retry_after
 
 
 def make(script: Script | None = None, **kw: Any) -> tuple[Client, Script, Errors]:
@@ -246,7 +246,7 @@ def test_a_failing_on_error_does_not_break_the_client(caplog: pytest.LogCaptureF
 
     c, _script, _ = make(Script(lambda call, i: error(400, "invalid_request")), on_error=explode)
     c.track("a")
-    with caplog.at_level(logging.ERROR, logger="svc.client"):
+    with caplog.at_level(logging.ERROR, logger="svc_client"):
         assert c.flush(5)
     assert "on_error raised" in caplog.text
     c.close()
@@ -257,7 +257,7 @@ def test_without_on_error_failures_are_logged(caplog: pytest.LogCaptureFixture) 
         Script(lambda call, i: error(401, "invalid_api_key", "unknown key")), on_error=None
     )
     c.track("a")
-    with caplog.at_level(logging.WARNING, logger="svc.client"):
+    with caplog.at_level(logging.WARNING, logger="svc_client"):
         c.flush(5)
     assert "HTTP 401 invalid_api_key: unknown key" in caplog.text
     c.close()

@@ -19,11 +19,9 @@ from typing import Any
 
 import pytest
 
-from svc.client import create_client
-from tests.client.helpers import ENDPOINT, Errors, Script
-from tests.support import ROOT
+from scripted import ENDPOINT, JS, Errors, Script
+from svc_client import GA4_HELPERS, create_client
 
-JS = ROOT / "clients" / "js"
 DIST = JS / "dist" / "esm" / "index.js"
 FIXTURE = JS / "test" / "fixtures" / "wire-body.json"
 NODE = shutil.which("node") or ("/usr/bin/node" if Path("/usr/bin/node").exists() else None)
@@ -221,3 +219,15 @@ def test_the_body_is_the_one_the_service_reads() -> None:
         ["event", "url", "projectId", "properties", "ts", "eventId"],
         ["event", "url", "projectId", "ts", "eventId"],
     ]
+
+
+def test_every_helper_of_the_typescript_client_exists() -> None:
+    # Read from the TypeScript source: its GA4_HELPERS table and the two helpers without params.
+    if not (JS / "src" / "client.ts").exists():
+        pytest.skip("clients/js is not beside this client (not a checkout of the repository)")
+    source = (JS / "src" / "client.ts").read_text()
+    ts = dict(re.findall(r"^\s+(\w+): \['(\w+)', \[", source, re.M))
+    ts.update(re.findall(r"enqueue\('(tutorial\w+)', '(\w+)'", source))
+    assert len(ts) == 25, ts
+    snake = {re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), k): v for k, v in ts.items()}
+    assert snake == dict(GA4_HELPERS)

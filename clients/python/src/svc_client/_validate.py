@@ -14,7 +14,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Final, NoReturn
 
-from svc.client._json import Json, JsonObject, dumps, u16len
+from svc_client._json import Json, JsonObject, dumps, u16len
 
 NAME_LENGTH: Final = 200
 URL_LENGTH: Final = 2048

@@ -37,9 +37,9 @@ from typing import Any, Final, Required, TypeAlias, TypedDict, Unpack
 
 import httpx
 
-from svc.client import _validate as v
-from svc.client._json import Json, JsonObject, dumps, truncate, truncate_start
-from svc.client.errors import RejectedEvent, SvcError
+from svc_client import _validate as v
+from svc_client._json import Json, JsonObject, dumps, truncate, truncate_start
+from svc_client.errors import RejectedEvent, SvcError
 
 VERSION: Final = "0.1.0"
 
@@ -48,7 +48,7 @@ MAX_BODY_BYTES: Final = 1_000_000
 #: The service takes at most 1,000 events a batch.
 MAX_BATCH_SIZE: Final = 1000
 
-logger = logging.getLogger("svc.client")
+logger = logging.getLogger("svc_client")
 
 PropertyValue: TypeAlias = str | int | float | bool | Decimal | None
 """A property value as the service stores it: a flat JSON scalar."""
@@ -387,7 +387,7 @@ class BaseClient:
     # ----- reporting ------------------------------------------------------------------------
 
     def _report(self, error: SvcError) -> None:
-        """Hands a failure to on_error (default: a warning on the ``svc.client`` logger)."""
+        """Hands a failure to on_error (default: a warning on the ``svc_client`` logger)."""
         try:
             if self._on_error is None:
                 logger.warning("%s", error.message)

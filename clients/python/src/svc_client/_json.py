@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from json.encoder import encode_basestring  # type: ignore[attr-defined]
+from json.encoder import encode_basestring
 from typing import TypeAlias
 
 Json: TypeAlias = "str | int | float | bool | list[Json] | dict[str, Json] | None"

@@ -12,8 +12,8 @@ from typing import Any, Unpack
 
 import httpx
 
-from svc.client import _validate as v
-from svc.client._core import (
+from svc_client import _validate as v
+from svc_client._core import (
     BaseClient,
     ClientOptions,
     _check_http,
@@ -25,8 +25,8 @@ from svc.client._core import (
     _Queued,
     _timeout_error,
 )
-from svc.client._sync import DEFAULT_CLOSE_TIMEOUT
-from svc.client.errors import SvcError
+from svc_client._sync import DEFAULT_CLOSE_TIMEOUT
+from svc_client.errors import SvcError
 
 
 class AsyncClient(BaseClient):
@@ -355,7 +355,7 @@ class AsyncClient(BaseClient):
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
-        return f"<svc.client.AsyncClient {self._project_id} {self._endpoint} {state}>"
+        return f"<svc_client.AsyncClient {self._project_id} {self._endpoint} {state}>"
 
 
 def _consume(task: asyncio.Task[_Outcome]) -> None:
