@@ -16,6 +16,7 @@ import pytest
 
 from scripted import ENDPOINT, UUID_V4, Errors, Script
 from svc_client import GA4_HELPERS, Client, create_async_client, create_client
+from svc_client._ga4 import GA4_EVENTS, GA4_KINDS
 
 
 @pytest.fixture
@@ -701,6 +702,31 @@ def test_the_calls_above_cover_every_helper() -> None:
     assert {name for _, _, _, name, _ in GA4_CALLS} == set(GA4_HELPERS.values())
     for name in GA4_HELPERS:
         assert callable(getattr(Client, name))
+
+
+def test_each_helper_agrees_with_the_tables() -> None:
+    # A helper is its signature (the public API) and one line; the tables decide the rest.
+    assert set(GA4_EVENTS) == set(GA4_HELPERS)
+    for name, spec in GA4_EVENTS.items():
+        params = inspect.signature(getattr(Client, name)).parameters
+        ga4 = [p for p in params.values() if p.name not in ("self", "extra", "context")]
+        names = {p.name for p in ga4}
+        assert names <= set(GA4_KINDS), name
+        required = tuple(p.name for p in ga4 if p.default is inspect.Parameter.empty)
+        assert required == spec.required, name
+        assert spec.money == ({"currency", "value"} <= names), name
+        assert params["extra"].kind is inspect.Parameter.KEYWORD_ONLY, name
+        assert params["extra"].default is None, name
+        assert params["context"].kind is inspect.Parameter.VAR_KEYWORD, name
+
+
+def test_parameters_go_in_signature_order_items_last_then_extra(sent: Any) -> None:
+    c, events = sent
+    c.add_to_cart(ITEMS, value=1, currency="EUR", extra={"tenant": "acme"})
+    c.refund("T1", items=ITEMS, tax=1, extra={"reason": "late"})
+    cart, refund = events()
+    assert list(cart["properties"]) == ["currency", "value", "items", "tenant"]
+    assert list(refund["properties"]) == ["transaction_id", "tax", "items", "reason"]
 
 
 def test_helpers_take_context_and_extra_parameters(sent: Any) -> None:

@@ -25,12 +25,11 @@ from typing import Unpack
 import httpx
 
 from svc_client._async import AsyncClient
-from svc_client._core import (
-    GA4_HELPERS,
-    VERSION,
-    BaseClient,
+from svc_client._core import VERSION, BaseClient, ClientStats
+from svc_client._ga4 import GA4_HELPERS
+from svc_client._sync import Client
+from svc_client._types import (
     ClientOptions,
-    ClientStats,
     EventContext,
     Item,
     OnError,
@@ -38,7 +37,6 @@ from svc_client._core import (
     PropertyValue,
     Timestamp,
 )
-from svc_client._sync import Client
 from svc_client.errors import RejectedEvent, SvcError
 
 __all__ = [

@@ -15,7 +15,6 @@ import httpx
 from svc_client import _validate as v
 from svc_client._core import (
     BaseClient,
-    ClientOptions,
     _check_http,
     _network_error,
     _Outcome,
@@ -26,6 +25,7 @@ from svc_client._core import (
     _timeout_error,
 )
 from svc_client._sync import DEFAULT_CLOSE_TIMEOUT
+from svc_client._types import ClientOptions
 from svc_client.errors import SvcError
 
 

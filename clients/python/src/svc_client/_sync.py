@@ -16,13 +16,13 @@ import httpx
 from svc_client import _validate as v
 from svc_client._core import (
     BaseClient,
-    ClientOptions,
     _check_http,
     _Outcome,
     _Post,
     _post_blocking,
     _Queued,
 )
+from svc_client._types import ClientOptions
 
 #: How long close() waits by default, also at interpreter exit.
 DEFAULT_CLOSE_TIMEOUT = 10.0
