@@ -226,9 +226,7 @@ class Runtime:
         """Keep the daily rollups current (svc.storage.rollups), off the event loop."""
         while True:
             try:
-                days = await asyncio.to_thread(
-                    self.rollups.refresh, None, self.loaded_through_ms()
-                )
+                days = await asyncio.to_thread(self.rollups.refresh, None, self.loaded_through_ms())
                 if days:
                     log.info("rolled up %d day(s) of sessions", days)
             except Exception as exc:  # the store may be down; try again later
