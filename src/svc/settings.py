@@ -168,7 +168,14 @@ class Settings:
         "answers, less CPU). false: through uvicorn like every other route.",
     )
     query_timeout_seconds: float = _setting(
-        30.0, "Longest time a metrics query may run before it is cancelled."
+        30.0,
+        "Longest time the queries of one read (GET /metrics*) may run together; past it they "
+        "are stopped and the answer is 504 query_timeout. 0: no limit. Exports have none.",
+    )
+    max_series_points: int = _setting(
+        10_000,
+        "Most points a time series may have (GET /metrics/timeseries); more is 400 naming "
+        "`interval`. 10,000: a day a point for 27 years, an hour a point for 416 days.",
     )
     log_level: str = _setting("info", "Log level: debug, info, warning or error.")
     node_id: str = _setting("", "Name of this node in /health. Empty: the host name.")

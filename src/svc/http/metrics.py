@@ -7,9 +7,10 @@ filters), call one query function in a worker thread, answer its JSON.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -19,14 +20,17 @@ from svc.errors import ApiError, InvalidRequest
 from svc.http.common import error_response, json_response, principal_of, runtime_of
 from svc.meta.store import Project
 from svc.queries import breakdown, commerce, conversions, properties, realtime, timeseries
-from svc.queries.dates import DateRange, parse_range, parse_zone
+from svc.queries.dates import FIRST_DAY, LAST_DAY, DateRange, is_known_zone, parse_range, parse_zone
 from svc.queries.dimensions import dimension
 from svc.queries.filters import parse_filters
 from svc.queries.metrics import query_metrics
 from svc.queries.scope import QueryScope
-from svc.storage.events import EventStore
+from svc.storage.events import EventStore, QueryTimeout, Read, ReadCancelled, timeout_error
+
+log = logging.getLogger(__name__)
 
 Endpoint = Callable[[Request], Awaitable[Response]]
+T = TypeVar("T")
 
 
 async def project_for_read(request: Request, principal: Principal) -> Project:
@@ -48,10 +52,73 @@ async def project_for_read(request: Request, principal: Principal) -> Project:
 
 def parse_scope(request: Request, project: Project, rng: DateRange | None = None) -> QueryScope:
     params = request.query_params
-    if rng is None:
-        tz = parse_zone(params["tz"]) if params.get("tz") else project.timezone
-        rng = parse_range(params.get("from"), params.get("to"), tz)
-    return QueryScope(project.id, rng, parse_filters(params.getlist("filter")))
+    return QueryScope(
+        project.id, rng or range_of(request, project), parse_filters(params.getlist("filter"))
+    )
+
+
+def range_of(request: Request, project: Project) -> DateRange:
+    """The range of a read: ``from``, ``to`` (default today), in ``tz`` or the project's time
+    zone. A project saved with a zone the store does not know (before zones were checked:
+    ``right/UTC``) reads in ``tz`` only."""
+    params = request.query_params
+    if params.get("tz"):
+        tz = parse_zone(params["tz"])
+    elif is_known_zone(project.timezone):
+        tz = project.timezone
+    else:
+        raise InvalidRequest(
+            f"the project's time zone {project.timezone!r} is not an IANA time zone the store "
+            "knows: name one with `tz` (and correct the project's `timezone`)",
+            field="tz",
+        )
+    return parse_range(params.get("from"), params.get("to"), tz)
+
+
+async def _client_gone(request: Request) -> None:
+    """Return once the client has closed the connection (an ASGI ``http.disconnect``; a GET
+    has no body to read before it)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+#: How long past a read's time limit its answer waits for the store's own timeout error
+#: before it answers 504 by itself (the store stops a query between blocks of rows only).
+ANSWER_GRACE_S = 0.5
+
+
+async def run_read(request: Request, read: Read, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` in a worker thread as ``read`` (its queries tagged and bounded, see
+    :class:`Read`). When the client goes away first, its queries are stopped and it raises
+    ReadCancelled, instead of running on for nobody. When the read's time is up (and a bit:
+    the store stops a query between blocks of rows, and a block can be slow), its queries are
+    stopped and it raises QueryTimeout (504) at once, whatever the store is still doing."""
+    work = asyncio.ensure_future(asyncio.to_thread(read.run, fn, *args))
+    gone = asyncio.ensure_future(_client_gone(request))
+    limit = None if read.timeout_s is None else read.timeout_s + ANSWER_GRACE_S
+    try:
+        await asyncio.wait({work, gone}, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
+        client_left = gone.done()
+    finally:
+        gone.cancel()
+    if work.done():
+        return work.result()
+    why = "the client went away" if client_left else f"past its {read.timeout_s:g} s"
+    log.info("stopping read %s of %s: %s", read.id, request.url.path, why)
+    runtime_of(request).store.stop_read_soon(read)
+    work.add_done_callback(lambda done: _log_end(read, why, done))
+    if client_left:
+        raise ReadCancelled(read.id)
+    raise timeout_error(read)
+
+
+def _log_end(read: Read, why: str, done: asyncio.Future[Any]) -> None:
+    """How a read that was answered for (or abandoned) ended, once its thread is done."""
+    error = None if done.cancelled() else done.exception()
+    if isinstance(error, ReadCancelled | QueryTimeout):
+        log.info("read %s was stopped (%s)", read.id, why)
+    else:
+        log.info("read %s ran to its end (%s): %r", read.id, why, error)
 
 
 def _int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
@@ -74,21 +141,25 @@ async def _read(
         principal = await principal_of(request)
         project = await project_for_read(request, principal)
         started = time.monotonic()
-        body = await asyncio.to_thread(query, runtime.store, project, request)
-        runtime.store.release_memory_after_read(time.monotonic() - started)
+        timeout = runtime.settings.query_timeout_seconds
+        read = Read(timeout_s=timeout if timeout > 0 else None)
+        try:
+            body = await run_read(request, read, query, runtime.store, project, request)
+        finally:
+            runtime.store.release_memory_after_read(time.monotonic() - started)
     except ApiError as exc:
         return error_response(exc)
+    except ReadCancelled:  # nobody to answer: the client went away (499, as nginx logs it)
+        return Response(status_code=499)
     body.setdefault("projectId", project.id)
     return json_response(body, headers={"Access-Control-Allow-Origin": "*"})
 
 
 def _metrics(store: EventStore, project: Project, request: Request) -> dict[str, Any]:
     scope = parse_scope(request, project)
-    body = query_metrics(store, scope).to_json()
-    body["from"], body["to"] = scope.rng.first.isoformat(), scope.rng.last.isoformat()
-    body["timezone"] = scope.rng.tz
     compare = request.query_params.get("compare")
-    if compare:
+    other: DateRange | None = None
+    if compare:  # checked before any query runs
         if compare == "previous_period":
             other = scope.rng.previous_period()
         elif compare == "previous_year":
@@ -97,6 +168,16 @@ def _metrics(store: EventStore, project: Project, request: Request) -> dict[str,
             raise InvalidRequest(
                 "`compare` must be previous_period or previous_year", field="compare"
             )
+        if not other.within_bounds:
+            raise InvalidRequest(
+                f"`compare`: the {compare.replace('_', ' ')} ({other.first} to {other.last}) "
+                f"is not within {FIRST_DAY} to {LAST_DAY}",
+                field="compare",
+            )
+    body = query_metrics(store, scope).to_json()
+    body["from"], body["to"] = scope.rng.first.isoformat(), scope.rng.last.isoformat()
+    body["timezone"] = scope.rng.tz
+    if other is not None:
         before = query_metrics(store, parse_scope(request, project, other)).to_json()
         before["from"], before["to"] = other.first.isoformat(), other.last.isoformat()
         body["compare"] = before
@@ -105,7 +186,9 @@ def _metrics(store: EventStore, project: Project, request: Request) -> dict[str,
 
 def _timeseries(store: EventStore, project: Project, request: Request) -> dict[str, Any]:
     scope = parse_scope(request, project)
-    interval = timeseries.parse_interval(request.query_params.get("interval"), scope.rng.days)
+    interval = timeseries.parse_interval(
+        request.query_params.get("interval"), scope.rng, store.settings.max_series_points
+    )
     return timeseries.query_timeseries(store, scope, interval)
 
 

@@ -12,6 +12,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from svc.errors import InvalidRequest
+from svc.queries.dates import DateRange
 from svc.queries.scope import QueryScope, percent
 from svc.storage.events import EventStore
 
@@ -28,16 +29,37 @@ LABELS = {
     "week": "toString(bucket)",
     "month": "toString(bucket)",
 }
-MAX_POINTS = 10_000
 
 
-def parse_interval(value: str | None, days: int) -> str:
-    interval = value or ("hour" if days == 1 else "day")
+def parse_interval(value: str | None, rng: DateRange, max_points: int) -> str:
+    """The interval asked for (default: ``hour`` for one day, else ``day``); 400 naming
+    ``interval`` when it is not one, or when it would make more than ``max_points`` points
+    of the range (``SVC_MAX_SERIES_POINTS``): the message names the finest that fits."""
+    interval = value or ("hour" if rng.days == 1 else "day")
     if interval not in INTERVALS:
         raise InvalidRequest("`interval` must be hour, day, week or month", field="interval")
-    if interval == "hour" and days * 24 > MAX_POINTS:
-        raise InvalidRequest("too many hours in the range; use a larger interval", field="interval")
+    n = count_points(rng, interval)
+    if n > max_points:
+        fits = [i for i in INTERVALS if count_points(rng, i) <= max_points]
+        hint = f"use `interval={fits[0]}` or a shorter range" if fits else "use a shorter range"
+        raise InvalidRequest(
+            f"`interval`: {interval} from {rng.first} to {rng.last} is {n:,} points, more than "
+            f"the {max_points:,} a series may have; {hint}",
+            field="interval",
+        )
     return interval
+
+
+def count_points(rng: DateRange, interval: str) -> int:
+    """How many points :func:`buckets` gives (without making them)."""
+    first, last = rng.first, rng.last
+    if interval == "hour":
+        return rng.days * 24
+    if interval == "day":
+        return rng.days
+    if interval == "week":
+        return (last - (first - timedelta(days=first.weekday()))).days // 7 + 1
+    return (last.year - first.year) * 12 + last.month - first.month + 1
 
 
 def buckets(scope: QueryScope, interval: str) -> list[str]:
@@ -117,4 +139,4 @@ def query_timeseries(store: EventStore, scope: QueryScope, interval: str) -> dic
     return {"interval": interval, "timezone": scope.rng.tz, "points": points}
 
 
-__all__ = ["parse_interval", "query_timeseries"]
+__all__ = ["count_points", "parse_interval", "query_timeseries"]

@@ -6,21 +6,28 @@ One schema and one SQL for every deployment: the embedded default is chDB in
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import importlib
 import logging
+import re
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 import clickhouse_connect
 import msgspec
 from clickhouse_connect.driver.client import Client
+from clickhouse_connect.driver.exceptions import Error as ClickHouseError
 
+from svc.errors import ApiError, InvalidRequest
 from svc.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -90,6 +97,82 @@ class EventRow(msgspec.Struct, array_like=False, gc=False, omit_defaults=True):
 
 #: Columns of a spooled event row, in the order the spool writes them.
 EVENT_COLUMNS: tuple[str, ...] = EventRow.__struct_fields__
+
+T = TypeVar("T")
+
+#: ClickHouse error codes a request's read answers for itself (see EventStore._read_call).
+TIMEOUT_EXCEEDED = 159
+QUERY_WAS_CANCELLED = 394
+CANNOT_COMPILE_REGEXP = 427
+
+
+class QueryTimeout(ApiError):
+    """A request's reads ran past ``SVC_QUERY_TIMEOUT_SECONDS``; the store stopped them."""
+
+    status, code = 504, "query_timeout"
+
+
+class ReadCancelled(Exception):
+    """The reads of a request whose client went away were stopped
+    (:meth:`EventStore.stop_read`)."""
+
+
+@dataclass(eq=False)
+class Read:
+    """The queries of one request (a report, an export), so that the store can bound and
+    stop them together. Every query run under it (:meth:`run`, in the thread that runs the
+    report) carries the setting ``log_comment`` = :attr:`comment`, by which
+    :meth:`EventStore.stop_read` finds it in ``system.processes`` to ``KILL QUERY`` it (chDB
+    drops a ``query_id``, and the query text there is reformatted, without comments); with
+    ``timeout_s``, each query gets ``max_execution_time`` = what is left of that time since
+    the read began, and none starts once it is spent."""
+
+    timeout_s: float | None = None
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    started: float = field(default_factory=time.monotonic)
+    cancelled: bool = False
+    _running: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _idle: threading.Condition = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._idle = threading.Condition(self._lock)
+
+    @property
+    def comment(self) -> str:
+        """The ``log_comment`` of every query of this read (hex digits: safe in SQL); also
+        in ``system.query_log`` of a ClickHouse server."""
+        return f"svc-read {self.id}"
+
+    def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` with this read current (its queries tagged, bounded, stoppable)."""
+        token = _CURRENT_READ.set(self)
+        with self._lock:
+            self._running += 1
+        try:
+            return fn(*args)
+        finally:
+            _CURRENT_READ.reset(token)
+            with self._lock:
+                self._running -= 1
+                self._idle.notify_all()
+
+    def seconds_left(self) -> float | None:
+        if self.timeout_s is None:
+            return None
+        return self.timeout_s - (time.monotonic() - self.started)
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no call of :meth:`run` is under way (at most ``timeout`` s)."""
+        with self._lock:
+            return self._idle.wait_for(lambda: self._running == 0, timeout)
+
+
+_CURRENT_READ: contextvars.ContextVar[Read | None] = contextvars.ContextVar(
+    "svc_read", default=None
+)
+
+_RE2_ERROR = re.compile(r"cannot compile re2: (.*), error: (.*?)\.?(?: \(CANNOT_COMPILE|$)", re.S)
 
 
 def ch_time(ms: int) -> str:
@@ -383,15 +466,65 @@ class EventStore:
         settings: dict[str, Any] | None = None,
     ) -> Sequence[Sequence[Any]]:
         """Rows of a parameterised SELECT (``{name:Type}`` placeholders, bound server-side)."""
-        result = self.client.query(
-            sql, parameters=parameters or {}, settings={**self.read_settings, **(settings or {})}
-        )
+        sql, all_settings = self._under_read(sql, {**self.read_settings, **(settings or {})})
+        with _read_errors():
+            result = self.client.query(sql, parameters=parameters or {}, settings=all_settings)
         return result.result_rows
 
     def query_named(
         self, sql: str, parameters: dict[str, Any] | None = None
     ) -> list[dict[str, Any]]:
         return self._query_named(self.client, sql, parameters or {}, self.read_settings)
+
+    def _under_read(self, sql: str, settings: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """``sql`` and ``settings`` of a query run under the current :class:`Read`, if any:
+        tagged with its comment, bounded by the time it has left. Raises ReadCancelled once
+        it was stopped, QueryTimeout once its time is spent."""
+        read = _CURRENT_READ.get()
+        if read is None:
+            return sql, settings
+        if read.cancelled:
+            raise ReadCancelled(read.id)
+        left = read.seconds_left()
+        if left is not None:
+            if left <= 0:
+                raise timeout_error(read)
+            settings = {**settings, "max_execution_time": round(max(left, 0.001), 3)}
+        return sql, {**settings, "log_comment": read.comment}
+
+    def stop_read(self, read: Read) -> bool:
+        """Stop the queries of ``read``: none starts from now on, and those under way are
+        killed (``KILL QUERY``, on a handle of its own: the read's may be busy with them),
+        again after a pause while a call of the read is under way (a query may have been
+        starting as the first kill ran). Whether the read is idle after ~1.5 s. Blocking.
+
+        ClickHouse takes a kill, like ``max_execution_time``, between blocks of rows (a
+        granule of a table: 8,192 rows): a block whose filter is expensive (a regular
+        expression over long paths) is finished first."""
+        read.cancelled = True
+        client = self.client if self.settings.clickhouse_url else self._own_handle("control")
+        where = f"Settings['log_comment'] = '{read.comment}'"
+        for pause in _KILL_PAUSES:
+            try:
+                client.command(f"KILL QUERY WHERE {where} ASYNC")
+            except Exception as exc:  # the read then ends on its own
+                log.warning("could not stop the queries of read %s: %s", read.id, exc)
+                return False
+            if read.wait_idle(pause):
+                return True
+        return False
+
+    def stop_read_soon(self, read: Read) -> None:
+        """:meth:`stop_read` in a thread of its own (not a worker of the event loop's pool,
+        which the read itself may be holding with others)."""
+
+        def stop() -> None:
+            try:
+                self.stop_read(read)
+            except Exception:
+                log.exception("stopping read %s failed", read.id)
+
+        threading.Thread(target=stop, name="svc-stop-read", daemon=True).start()
 
     def query_named_together(
         self, *statements: tuple[str, dict[str, Any]]
@@ -404,18 +537,26 @@ class EventStore:
             return [self.query_named(*statements[0])]
         clients = [self.client, *(self._own_handle(f"read-{i}") for i in range(1, len(statements)))]
         with ThreadPoolExecutor(max_workers=len(statements) - 1) as pool:
-            others = [
-                pool.submit(self._query_named, client, sql, params, self.read_settings)
+            others = [  # each in a copy of this context: the same Read
+                pool.submit(
+                    contextvars.copy_context().run,
+                    self._query_named,
+                    client,
+                    sql,
+                    params,
+                    self.read_settings,
+                )
                 for client, (sql, params) in zip(clients[1:], statements[1:], strict=True)
             ]
             first = self._query_named(clients[0], *statements[0], self.read_settings)
             return [first, *(future.result() for future in others)]
 
-    @staticmethod
     def _query_named(
-        client: Client, sql: str, parameters: dict[str, Any], settings: dict[str, Any]
+        self, client: Client, sql: str, parameters: dict[str, Any], settings: dict[str, Any]
     ) -> list[dict[str, Any]]:
-        result = client.query(sql, parameters=parameters, settings=settings)
+        sql, settings = self._under_read(sql, settings)
+        with _read_errors():
+            result = client.query(sql, parameters=parameters, settings=settings)
         names = result.column_names
         return [dict(zip(names, row, strict=True)) for row in result.result_rows]
 
@@ -429,17 +570,27 @@ class EventStore:
     def stream_raw(self, sql: str, parameters: dict[str, Any], fmt: str) -> Iterator[bytes]:
         """The result of an export query in a ClickHouse output format, in chunks."""
         if self.streams_results:
-            yield from self.export_client.raw_stream(sql, parameters=parameters, fmt=fmt)
+            sql, settings = self._under_read(sql, {})
+            with _read_errors():
+                yield from self.export_client.raw_stream(
+                    sql, parameters=parameters, settings=settings, fmt=fmt
+                )
         else:
             yield self.raw_query(sql, parameters, fmt)
 
     def export_command(self, sql: str, parameters: dict[str, Any]) -> None:
         """Run an export statement that returns nothing (``INTO OUTFILE``)."""
-        self.export_client.command(sql, parameters=parameters)
+        sql, settings = self._under_read(sql, {})
+        with _read_errors():
+            self.export_client.command(sql, parameters=parameters, settings=settings)
 
     def raw_query(self, sql: str, parameters: dict[str, Any], fmt: str) -> bytes:
         """The whole result of an export query in a ClickHouse output format."""
-        return self.export_client.raw_query(sql, parameters=parameters, fmt=fmt)
+        sql, settings = self._under_read(sql, {})
+        with _read_errors():
+            return self.export_client.raw_query(
+                sql, parameters=parameters, settings=settings, fmt=fmt
+            )
 
     def delete_project(self, project_id: str) -> None:
         """Delete every event and session of a project (lightweight DELETEs: gone from queries at
@@ -455,6 +606,9 @@ class EventStore:
         self.client.query("SELECT 1")
         return (time.perf_counter() - started) * 1000
 
+
+#: EventStore.stop_read: after each kill, how long to wait for the read to end before the next.
+_KILL_PAUSES = (0.1, 0.3, 1.0)
 
 #: A read that takes this long or longer is followed by a release of memory (embedded), once
 #: no read has ended for READS_IDLE_S (EventStore.release_memory_after_read).
@@ -503,6 +657,40 @@ _SESSION_ENTRY_COLUMNS = (
     "os_version",
     "device",
 )
+
+
+def timeout_error(read: Read) -> QueryTimeout:
+    return QueryTimeout(
+        f"the report took longer than {read.timeout_s:g} s (SVC_QUERY_TIMEOUT_SECONDS) and was "
+        "stopped; ask for a shorter range or fewer filters"
+    )
+
+
+@contextlib.contextmanager
+def _read_errors() -> Iterator[None]:
+    """Under a :class:`Read`, the store's refusals that are the request's to hear, as
+    answers: past its time, a 504 ``query_timeout``; stopped (its client went away),
+    ReadCancelled; a regular expression RE2 cannot compile (only the ``matches`` filters
+    send one), a 400 naming ``filter``. Anything else stays an error of the service."""
+    try:
+        yield
+    except ClickHouseError as exc:
+        read = _CURRENT_READ.get()
+        if read is None:
+            raise
+        code = getattr(exc, "code", None)
+        if code == TIMEOUT_EXCEEDED:
+            raise timeout_error(read) from exc
+        if code == QUERY_WAS_CANCELLED and read.cancelled:
+            raise ReadCancelled(read.id) from exc
+        if code == CANNOT_COMPILE_REGEXP:
+            found = _RE2_ERROR.search(str(exc))
+            why = f"{found.group(1)!r}: {found.group(2)}" if found else "refused"
+            raise InvalidRequest(
+                f"`filter`: not a regular expression the store (RE2) accepts: {why}",
+                field="filter",
+            ) from exc
+        raise
 
 
 def _statements(sql: str) -> list[str]:
