@@ -10,12 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from svc.cli import config, plausible
+from svc.cli import config
 from svc.cli.common import parse_day
 from svc.cli.errors import UsageError
-from svc.cli.importing import Row, parse_ch_map, rows_of, sources_of
 from svc.cli.metrics import filter_param, order_param
-from svc.cli.transfer import synthetic_address
+from svc.imports import plausible
+from svc.imports.over_http import synthetic_address
+from svc.imports.rows import Row
+from svc.imports.sources import rows_of, sources_of
+from svc.imports.svc_export import parse_ch_map
 from tests.cli.samples import PLAUSIBLE, UMAMI
 
 

@@ -7,7 +7,7 @@
   admin token that exists only in this process. Every command therefore runs the same
   validation, the same domain functions and gives the same JSON and errors either way.
   ``svcm import`` also writes historical rows straight into the store (see
-  :mod:`svc.cli.importing`), which the HTTP API does not allow.
+  :mod:`svc.imports.store`), which the HTTP API does not allow.
 
 chDB locks its directory while a process has it open: a data directory that a running service
 holds is refused with a clear message instead of being opened twice.

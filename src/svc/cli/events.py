@@ -11,6 +11,7 @@ from typing import Any
 
 from svc.cli.common import Context, command, connection_options, output_options, project_option
 from svc.cli.errors import EXIT_FAILED, CliError, UsageError
+from svc.imports.rows import parse_time
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -114,8 +115,6 @@ def _properties(ctx: Context) -> dict[str, Any]:
 
 
 def run_send(ctx: Context) -> int:
-    from svc.cli.importing import parse_time
-
     event: dict[str, Any] = {"event": ctx.opt("event"), "url": ctx.opt("page")}
     api = ctx.api()
     # A key sends for its own project (a public key may not even look it up).

@@ -1,18 +1,12 @@
-"""``svcm export`` and ``svcm import``.
+"""``svcm export`` and ``svcm import``: their arguments, progress and summaries.
 
-Import writes through one of two sinks:
-
-- over HTTP (:class:`HttpSink`): batches of up to 1,000 events to POST /analytics, each with
-  its ``ts`` and deterministic ``eventId``, with the admin token or a secret key. The service
-  takes ``ts`` up to 7 days old only, so older rows are refused with a pointer to direct mode.
-  Before sending, the event ids already stored in those days are read from GET /export, and
-  rows among them are skipped (the service also drops an ``eventId`` it saw in the last 48 h).
-- on a data directory (:class:`StoreSink`), the server-side import path: rows become event
-  rows (URL, source and channel attribution as ingestion does it; browser, OS, device and
-  location as the export has them) and are inserted straight into the event store, in chunks
-  of up to 1,000, each with a deterministic insert deduplication token; rows whose ``eventId``
-  is already stored are skipped first. History of any age is taken. Imported rows carry their
-  own time as ``received_at`` so that they do not count against this month's quota.
+What an import does is :mod:`svc.imports`: the readers of svc's, Umami's and Plausible's
+exports, the checks, and the server-side path into a data directory's event store
+(:class:`svc.imports.store.StoreSink`, through the ingestion pipeline's steps for history).
+Over HTTP (:class:`HttpSink`, here: it is svcm's connection) the events go to POST /analytics
+in batches of up to 1,000, each with its ``ts`` and deterministic ``eventId``, with the admin
+token or a secret key; the service takes ``ts`` up to 7 days old only, so older rows are
+refused with a pointer to direct mode (``--data-dir``), which takes history of any age.
 
 Either way, running the same import again after a failure stores nothing twice.
 """
@@ -20,18 +14,14 @@ Either way, running the same import again after a failure stores nothing twice.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
 import time
-from collections import Counter
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Protocol
-from zoneinfo import ZoneInfo
+from typing import IO, TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from svc.cli.common import (
     Context,
@@ -42,26 +32,16 @@ from svc.cli.common import (
     range_options,
     range_params,
 )
-from svc.cli.connection import Api, DirectApi
+from svc.cli.connection import Api, DirectApi, Reply, error_of
 from svc.cli.errors import EXIT_PARTIAL, CliError, UsageError
-from svc.cli.importing import (
-    FORMATS,
-    FUTURE_MS,
-    HTTP_MAX_AGE_MS,
-    MIN_TS_MS,
-    Item,
-    Refusal,
-    Row,
-    Source,
-    count_rows,
-    rows_of,
-    sources_of,
-)
+from svc.errors import ApiError
+from svc.imports.over_http import wire_event
+from svc.imports.rows import HTTP_MAX_AGE_MS, MAX_BATCH, ImportFailed
+from svc.imports.sources import FORMATS, items_of, sources_of
+from svc.timeutil import now_ms
 
 if TYPE_CHECKING:
-    from svc.ingestion.wire import RawEvent
-    from svc.meta.store import Project
-    from svc.storage.events import EventRow
+    from svc.imports.run import Checked, Sink, Summary
 
 EXPORT_FORMATS = ("ndjson", "csv", "parquet")
 EXTENSIONS = {
@@ -71,8 +51,6 @@ EXTENSIONS = {
     ".csv": "csv",
     ".parquet": "parquet",
 }
-MAX_BATCH = 1000
-MAX_BATCH_BYTES = 900 * 1024
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -237,7 +215,7 @@ def run_export(ctx: Context) -> int:
     rows = counter.rows
     if fmt == "parquet" and final is not None:
         try:
-            import pyarrow.parquet as pq
+            import pyarrow.parquet as pq  # heavy (~0.3 s): only after a Parquet export
 
             rows = int(pq.read_metadata(final).num_rows)
         except Exception:  # a summary detail, never a failure
@@ -260,86 +238,12 @@ def _size(n: int) -> str:
 # import ----------------------------------------------------------------------------------------
 
 
-@dataclass
-class Summary:
-    read: int = 0
-    imported: int = 0
-    skipped: int = 0  # stored already (or twice in the input)
-    dropped: int = 0  # dropped by the service on purpose
-    refused: Counter[str] = field(default_factory=Counter)
-    examples: dict[str, list[str]] = field(default_factory=dict)
-    files: list[dict[str, str]] = field(default_factory=list)
-
-    def refuse(self, where: str, reason: str) -> None:
-        self.refused[reason] += 1
-        examples = self.examples.setdefault(reason, [])
-        if len(examples) < 3:
-            examples.append(where)
-
-    @property
-    def refused_total(self) -> int:
-        return sum(self.refused.values())
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "files": self.files,
-            "read": self.read,
-            "imported": self.imported,
-            "skipped": self.skipped,
-            "dropped": self.dropped,
-            "refused": self.refused_total,
-            "reasons": [
-                {"reason": r, "rows": n, "examples": self.examples.get(r, [])}
-                for r, n in self.refused.most_common()
-            ],
-        }
-
-
-@dataclass
-class Checked:
-    row: Row
-    raw: RawEvent
-
-
-class Sink(Protocol):
-    def stored(self, batch: list[Checked]) -> set[str]:
-        """The event ids of ``batch`` that the project has already."""
-
-    def write(self, batch: list[Checked], summary: Summary) -> None: ...
-
-    def finish(self) -> None:
-        """After the last write."""
-
-
-def check(row: Row, now: int, *, max_age_ms: int | None) -> RawEvent | str:
-    """The validated event, or why the row is refused (the service's own rules)."""
-    from svc.errors import ApiError
-    from svc.ingestion.wire import validate_event
-
-    obj: dict[str, Any] = {"event": row.name, "url": row.url, "eventId": row.event_id}
-    if row.referrer:
-        obj["referrer"] = row.referrer
-    if row.properties:
-        obj["properties"] = row.properties
-    try:
-        raw = validate_event(obj, now)
-    except ApiError as exc:
-        return exc.message
-    if not row.ts_ms:
-        return "no time (ts_ms, ts or created_at)"
-    if row.ts_ms < MIN_TS_MS:
-        return "the time is before 2000"
-    if row.ts_ms > now + FUTURE_MS:
-        return "the time is in the future"
-    if max_age_ms is not None and row.ts_ms < now - max_age_ms:
-        return (
-            "older than 7 days: the service takes only the last 7 days over HTTP; import "
-            "history on the data directory with --data-dir (service stopped)"
-        )
-    return raw
-
-
 class HttpSink:
+    """Imports through a running service: batches to POST /analytics, whose pipeline ingests
+    them (the service takes ``ts`` up to 7 days old only). Before sending, the event ids
+    already stored in those days are read from GET /export, and rows among them are skipped
+    (the service also drops an ``eventId`` it saw in the last 48 h)."""
+
     def __init__(self, ctx: Context, api: Api, project: str) -> None:
         self.ctx = ctx
         self.api = api
@@ -348,8 +252,6 @@ class HttpSink:
 
     def _load_known(self) -> set[str]:
         """Event ids stored in the last 8 days (the only days HTTP import reaches)."""
-        from datetime import UTC, datetime, timedelta
-
         since = (datetime.now(UTC) - timedelta(days=8)).date().isoformat()
         known: set[str] = set()
         buffer = b""
@@ -395,9 +297,7 @@ class HttpSink:
     def finish(self) -> None:
         """Nothing: the service tracked the sessions as it ingested."""
 
-    def _post(self, events: list[dict[str, Any]]) -> Any:
-        from svc.cli.connection import error_of
-
+    def _post(self, events: list[dict[str, Any]]) -> Reply:
         delay = 1.0
         for attempt in range(8):
             try:
@@ -427,247 +327,25 @@ class HttpSink:
         )
 
 
-def _is_batch_answer(resp: Any) -> bool:
+def _is_batch_answer(resp: Reply) -> bool:
     try:
         return "rejected" in resp.json()
     except ValueError:
         return False
 
 
-def _retry_after(resp: Any, default: float) -> float:
+def _retry_after(resp: Reply, default: float) -> float:
     try:
         return min(max(float(resp.headers.get("retry-after", default)), 0.5), 300.0)
     except ValueError:
         return default
 
 
-def synthetic_address(project: str, visitor: str) -> str:
-    """A stand-in client address for an imported visitor: in 2001:db8::/32, the range kept for
-    documentation, so it is never a real address and has no location. The service hashes it
-    (with the day's salt) into the visitor id, so each imported visitor stays one visitor."""
-    d = hashlib.blake2b(f"{project}\x00{visitor}".encode(), digest_size=12).digest()
-    groups = [f"{int.from_bytes(d[i : i + 2], 'big'):x}" for i in range(0, 12, 2)]
-    return "2001:db8:" + ":".join(groups)
-
-
-def wire_event(c: Checked, project: str) -> dict[str, Any]:
-    """The event as POST /analytics takes it (with a secret key or the admin token)."""
-    row, raw = c.row, c.raw
-    url = raw.url
-    if row.source_hint:
-        from urllib.parse import urlencode
-
-        url += ("&" if "?" in url else "?") + urlencode({"ref": row.source_hint})
-    event: dict[str, Any] = {
-        "event": raw.name,
-        "url": url,
-        "ts": row.ts_ms,
-        "eventId": row.event_id,
-        "projectId": project,
-    }
-    if raw.referrer:
-        event["referrer"] = raw.referrer
-    if raw.properties:
-        event["properties"] = raw.properties
-    session = row.session or row.visitor
-    if session:
-        event["sessionId"] = (
-            session if len(session) <= 128 else hashlib.sha256(session.encode()).hexdigest()
-        )
-    if row.visitor or session:
-        event["ip"] = synthetic_address(project, row.visitor or session)
-    if row.screen and 0 < row.screen <= 65535:
-        event["screen"] = row.screen
-    return event
-
-
-class StoreSink:
-    """The server-side import path: rows straight into the event store."""
-
-    def __init__(self, api: DirectApi, project: Project) -> None:
-        self.api = api
-        self.project = project
-        self.store = api.runtime.store
-
-    def stored(self, batch: list[Checked]) -> set[str]:
-        ids = [c.row.event_id for c in batch if c.row.event_id]
-        if not ids:
-            return set()
-        from svc.queries.transfer import stored_event_ids
-
-        lo = min(c.row.ts_ms for c in batch)
-        hi = max(c.row.ts_ms for c in batch)
-        stmt = stored_event_ids(self.project.id, lo, hi, ids)
-        return {str(r[0]) for r in self.store.query(stmt.sql, stmt.params)}
-
-    def write(self, batch: list[Checked], summary: Summary) -> None:
-        import msgspec
-
-        rows = [event_row(c, self.project) for c in batch]
-        data = b"\n".join(msgspec.json.encode(r) for r in rows) + b"\n"
-        token = (
-            "svcm-import-"
-            + hashlib.blake2b(
-                (self.project.id + "\x00" + "\x00".join(c.row.event_id for c in batch)).encode(),
-                digest_size=16,
-            ).hexdigest()
-        )
-        try:
-            self.store.insert_ndjson(data, token)
-        except Exception as exc:
-            raise CliError(
-                f"the event store refused a chunk ({type(exc).__name__}: {str(exc)[:200]}); "
-                "run the same command again to go on (what is stored already is skipped)"
-            ) from exc
-        summary.imported += len(rows)
-
-    def finish(self) -> None:
-        """Imported events carry no session start (ingestion tracks it live): write the
-        project's sessions anew from its events, and let its daily rollups be redone."""
-        from svc.storage.rollups import Rollups
-
-        self.store.rebuild_sessions(self.project.id)
-        Rollups(self.store).forget(self.project.id)
-
-
-def event_row(c: Checked, project: Project) -> EventRow:
-    """An events-table row: an svc export's own columns, or attributed as ingestion does."""
-    from svc.ingestion.enrich.sources import attribute
-    from svc.ingestion.enrich.useragent import device_from_screen
-    from svc.ingestion.identity import client_session_id
-    from svc.ingestion.urls import parse_page_url
-    from svc.storage.events import EventRow, ch_time
-
-    row, raw = c.row, c.raw
-    f = row.fields
-    common: dict[str, Any] = {
-        "project_id": project.id,
-        "ts": ch_time(row.ts_ms),
-        "received_at": ch_time(row.received_ms or row.ts_ms),
-        "event_id": row.event_id,
-        "name": raw.name,
-        "url": raw.url,
-        "referrer": raw.referrer or "",
-        "properties": raw.properties,
-        "browser": f.get("browser", ""),
-        "browser_version": f.get("browser_version", ""),
-        "os": f.get("os", ""),
-        "os_version": f.get("os_version", ""),
-        "device": f.get("device", "") or (device_from_screen(row.screen) if row.screen else ""),
-        "screen_width": row.screen if 0 <= row.screen <= 65535 else 0,
-        "country": f.get("country", ""),
-        "region": f.get("region", ""),
-        "city": f.get("city", ""),
-    }
-    s = row.stored
-    if s is not None:
-
-        def col(name: str) -> str:
-            return str(s.get(name) or "")
-
-        return EventRow(
-            **common,
-            session_id=int(s.get("session_id") or 0),
-            visitor_id=int(s.get("visitor_id") or 0),
-            hostname=col("hostname"),
-            path=col("path") or "/",
-            referrer_host=col("referrer_host"),
-            source=col("source") or "direct",
-            channel=col("channel") or "direct",
-            utm_source=col("utm_source"),
-            utm_medium=col("utm_medium"),
-            utm_campaign=col("utm_campaign"),
-            utm_content=col("utm_content"),
-            utm_term=col("utm_term"),
-            click_id=col("click_id"),
-        )
-    page = parse_page_url(raw.url)
-    query = dict(page.query)
-    if row.source_hint and not raw.referrer and not query.get("utm_source"):
-        query["ref"] = row.source_hint
-    a = attribute(query, raw.referrer, page.hostname, project.domains)
-    q = page.query
-    session_key = row.session or row.visitor or row.event_id
-    visitor_key = row.visitor or session_key
-    # A visitor is a person on one day (as the daily salt makes it for ingested events, and as
-    # the services we import from count them): the day in the project's time zone.
-    day = datetime.fromtimestamp(row.ts_ms / 1000, ZoneInfo(project.timezone)).date()
-    visitor = int.from_bytes(
-        hashlib.blake2b(
-            f"{project.id}\x00{day}\x00{visitor_key}".encode(),
-            digest_size=8,
-            person=b"svcm-visitor",
-        ).digest(),
-        "little",
-    )
-    return EventRow(
-        **common,
-        session_id=client_session_id(project.id, "imp:" + session_key),
-        visitor_id=visitor,
-        hostname=page.hostname,
-        path=page.path,
-        referrer_host=a.referrer_host,
-        source=a.source,
-        channel=a.channel,
-        utm_source=q.get("utm_source", "").lower(),
-        utm_medium=q.get("utm_medium", "").lower(),
-        utm_campaign=q.get("utm_campaign", ""),
-        utm_content=q.get("utm_content", ""),
-        utm_term=q.get("utm_term", ""),
-        click_id=page.click_id,
-    )
-
-
-def _items(ctx: Context, sources: list[Source], tz: str) -> tuple[int | None, Iterator[Item]]:
-    """Every row of every source, and how many there are (for the progress bar)."""
-    from svc.cli import plausible
-
-    plausible_sources = [s for s in sources if s.kind.startswith("plausible:")]
-    others = [s for s in sources if not s.kind.startswith("plausible:")]
-    total: int | None = 0
-    days: dict[Any, Any] = {}
-    early: list[Refusal] = []
-    if plausible_sources:
-        days, early = plausible.read(plausible_sources)
-        total = plausible.count(days) + len(early)
-    for s in others:
-        if s.label == "<stdin>" and s.size > 256 << 20:
-            total = None
-        elif total is not None:
-            total += count_rows(s)
-
-    def items() -> Iterator[Item]:
-        yield from early
-        if days:
-            label = plausible_sources[0].label.split(":", 1)[0]
-            yield from plausible.rows(days, tz, label)
-        for s in others:
-            yield from rows_of(s)
-
-    return total, items()
-
-
-def _batches(items: Iterable[Checked], size: int) -> Iterator[list[Checked]]:
-    batch: list[Checked] = []
-    weight = 0
-    for c in items:
-        cost = (
-            len(c.row.url)
-            + len(c.row.referrer)
-            + 200
-            + sum(len(str(k)) + len(str(v)) + 8 for k, v in c.raw.properties.items())
-        )
-        if batch and (len(batch) >= size or weight + cost > MAX_BATCH_BYTES):
-            yield batch
-            batch, weight = [], 0
-        batch.append(c)
-        weight += cost
-    if batch:
-        yield batch
-
-
 def run_import(ctx: Context) -> int:
-    from svc.timeutil import now_ms
+    # The import's checks load msgspec and the wire format, its store sink the ingestion
+    # pipeline and the event store (~0.4 s): only when importing (and the store sink only on
+    # a data directory), not at every svcm start, which registers this command.
+    from svc.imports import run as importer
 
     size = int(ctx.opt("batch_size"))
     if not 1 <= size <= MAX_BATCH:
@@ -675,25 +353,24 @@ def run_import(ctx: Context) -> int:
     files: list[str] = ctx.opt("files")
     if files.count("-") > 1:
         raise UsageError("stdin ('-') can be read once")
-    sources = sources_of(files, ctx.opt("format"))
+    try:
+        sources = sources_of(files, ctx.opt("format"))
+    except ImportFailed as exc:
+        raise CliError(str(exc)) from exc
     project_ref = ctx.project()
     api = ctx.api()
-    summary = Summary(files=[{"file": s.label, "format": s.kind} for s in sources])
+    summary = importer.Summary(files=[{"file": s.label, "format": s.kind} for s in sources])
     sink: Sink
     if isinstance(api, DirectApi):
-        from svc.errors import ApiError
-
         try:
             project = api.runtime.meta.get_project(project_ref)
         except ApiError as exc:
             raise CliError(exc.message) from exc
+        from svc.imports.store import StoreSink  # see above
+
         tz = project.timezone
-        sink = StoreSink(api, project)
+        sink = StoreSink(api.runtime.store, project)
     else:
-        from urllib.parse import quote
-
-        from svc.cli.connection import error_of
-
         resp = api.send("GET", "/projects/" + quote(project_ref, safe=""))
         if resp.status_code == 403:
             raise CliError("importing needs the admin token or the project's secret key")
@@ -701,47 +378,30 @@ def run_import(ctx: Context) -> int:
             raise error_of(resp)
         tz = str(resp.json().get("timezone") or "UTC")
         sink = HttpSink(ctx, api, project_ref)
-    now = now_ms()
     max_age = None if isinstance(api, DirectApi) else HTTP_MAX_AGE_MS - 60_000
-    total, items = _items(ctx, sources, tz)
+    try:
+        total, items = items_of(sources, tz)
+    except ImportFailed as exc:
+        raise CliError(str(exc)) from exc
     dry = bool(ctx.opt("dry_run"))
     verb = "checking" if dry else "importing"
     with ctx.out.progress(f"{verb} into {project_ref}", total) as bar:
-
-        def checked() -> Iterator[Checked]:
-            for item in items:
-                summary.read += 1
-                bar.advance(1)
-                if isinstance(item, Refusal):
-                    summary.refuse(item.where, item.reason)
-                    continue
-                result = check(item, now, max_age_ms=max_age)
-                if isinstance(result, str):
-                    summary.refuse(item.where, result)
-                    continue
-                yield Checked(item, result)
-
         try:
-            for batch in _batches(checked(), size):
-                seen: set[str] = set()
-                fresh: list[Checked] = []
-                for c in batch:
-                    if c.row.event_id in seen:
-                        summary.skipped += 1
-                        continue
-                    seen.add(c.row.event_id)
-                    fresh.append(c)
-                if dry:
-                    summary.imported += len(fresh)
-                    continue
-                known = sink.stored(fresh)
-                summary.skipped += len(known)
-                fresh = [c for c in fresh if c.row.event_id not in known]
-                if fresh:
-                    sink.write(fresh, summary)
-        except (CliError, KeyboardInterrupt):
+            importer.run_import(
+                items,
+                sink,
+                summary,
+                now_ms=now_ms(),
+                max_age_ms=max_age,
+                batch_size=size,
+                dry_run=dry,
+                advance=bar.advance,
+            )
+        except (CliError, ImportFailed, KeyboardInterrupt) as exc:
             # say how far it got; running the same command again goes on from there
             report(ctx, summary, project_ref, dry, stopped=True)
+            if isinstance(exc, ImportFailed):
+                raise CliError(str(exc)) from exc
             raise
     if not dry and summary.imported:
         sink.finish()

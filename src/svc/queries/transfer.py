@@ -1,4 +1,4 @@
-"""SQL of ``svcm import``'s server-side path (``svc.cli.transfer.StoreSink``), bound parameters
+"""SQL of ``svcm import``'s server-side path (``svc.imports.store.StoreSink``), bound parameters
 only, like every statement of :mod:`svc.queries.sql`."""
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -38,12 +39,27 @@ from typing import Any
 from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
 
-from svc.cli.importing import Item, Refusal, Row, Source, event_id_of
+from svc.imports.rows import Item, Refusal, Row, Source, event_id_of
 
 UTM = ("utm_source", "utm_medium", "utm_campaign", "utm_content", "utm_term")
 BROWSERS = {"Microsoft Edge": "Edge", "Samsung Browser": "Samsung Internet", "Mobile App": ""}
 OSES = {"Mac": "macOS", "GNU/Linux": "Linux", "(not set)": ""}
 NONE = ("", "(none)", "(not set)", "Direct / None")
+
+#: The file names of the export's tables, and the columns that tell each table apart.
+PLAUSIBLE_NAME = re.compile(r"(?:^|/)imported_([a-z_]+?)(?:_\d{8}_\d{8})?\.csv$")
+PLAUSIBLE_TABLES = {
+    "visitors": {"date", "visitors", "pageviews", "bounces", "visits", "visit_duration"},
+    "pages": {"date", "hostname", "page", "visitors", "pageviews"},
+    "entry_pages": {"date", "entry_page", "entrances"},
+    "exit_pages": {"date", "exit_page", "exits"},
+    "sources": {"date", "source", "visits"},
+    "locations": {"date", "country", "region", "city", "visits"},
+    "devices": {"date", "device", "visits"},
+    "browsers": {"date", "browser", "visits"},
+    "operating_systems": {"date", "operating_system", "visits"},
+    "custom_events": {"date", "name", "events"},
+}
 
 
 @dataclass

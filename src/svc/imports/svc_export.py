@@ -1,0 +1,192 @@
+"""svc's own exports (NDJSON and CSV, the columns of GET /export), and NDJSON of events as
+POST /analytics takes them (``event``, ``url``, ``ts`` in ms or ISO 8601, ...), one a line.
+
+A row of an svc export keeps every column as it was stored (:attr:`Row.stored`): importing it
+on a data directory is lossless. Its ``eventId`` is its own, or a hash of what identifies it,
+the same in the NDJSON and the CSV form.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from svc.imports.rows import (
+    ENRICHED,
+    Item,
+    Occurrences,
+    Refusal,
+    Row,
+    Source,
+    as_int,
+    parse_time,
+    reason_of,
+    text_lines,
+)
+
+#: The columns an svc export has and a wire-format event has not.
+SVC_COLUMNS = frozenset(("ts_ms", "event", "url"))
+#: The columns of an svc export that ingestion derived, kept as they are.
+STORED_COLUMNS = (
+    "hostname",
+    "path",
+    "referrer_host",
+    "source",
+    "channel",
+    "utm_source",
+    "utm_medium",
+    "utm_campaign",
+    "utm_content",
+    "utm_term",
+    "click_id",
+    "session_id",
+    "visitor_id",
+)
+
+
+def _svc_row(where: str, obj: dict[str, Any], raw_identity: str) -> Row:
+    ts = parse_time(obj.get("ts_ms"))
+    props = obj.get("properties") or {}
+    if isinstance(props, str):
+        props = parse_properties_text(props)
+    if not isinstance(props, dict):
+        raise ValueError("`properties` is not an object")
+    stored = {k: obj.get(k) for k in STORED_COLUMNS}
+    event_id = str(obj.get("event_id") or "") or raw_identity
+    return Row(
+        where=where,
+        name=str(obj.get("event") or ""),
+        url=str(obj.get("url") or ""),
+        ts_ms=ts,
+        event_id=event_id,
+        referrer=str(obj.get("referrer") or ""),
+        session=str(obj.get("session_id") or ""),
+        visitor=str(obj.get("visitor_id") or ""),
+        properties={str(k): v for k, v in props.items()},
+        screen=as_int(obj.get("screen_width")),
+        fields={k: str(obj.get(k) or "") for k in ENRICHED},
+        stored=stored,
+        received_ms=as_int(obj.get("received_ms")),
+    )
+
+
+def svc_identity(obj: dict[str, Any]) -> str:
+    """What identifies a row of an svc export, the same in its NDJSON and CSV forms."""
+    keys = ("ts_ms", "event", "url", "session_id", "visitor_id", "received_ms", "referrer")
+    return "svc\x1f" + "\x1f".join(str(obj.get(k) or "") for k in keys)
+
+
+def _wire_row(where: str, obj: dict[str, Any], raw_identity: str) -> Row:
+    """An event as POST /analytics takes it."""
+    ts = parse_time(obj.get("ts")) if obj.get("ts") is not None else 0
+    props = obj.get("properties") or {}
+    if not isinstance(props, dict):
+        raise ValueError("`properties` is not an object")
+    session = str(obj.get("sessionId") or "")
+    return Row(
+        where=where,
+        name=str(obj.get("event") or ""),
+        url=str(obj.get("url") or ""),
+        ts_ms=ts,
+        event_id=str(obj.get("eventId") or "") or raw_identity,
+        referrer=str(obj.get("referrer") or ""),
+        session=session,
+        visitor=session,
+        properties=props,
+        screen=as_int(obj.get("screen")),
+    )
+
+
+def ndjson_rows(source: Source) -> Iterator[Item]:
+    occ = Occurrences("svc")
+    with source.open() as f:
+        for number, line in enumerate(f, 1):
+            where = f"{source.label}:{number}"
+            try:
+                text = line.decode("utf-8-sig" if number == 1 else "utf-8").strip()
+            except UnicodeDecodeError:
+                yield Refusal(where, "not UTF-8 text")
+                continue
+            if not text:
+                continue
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as exc:
+                yield Refusal(where, f"not valid JSON: {exc.msg}")
+                continue
+            if not isinstance(obj, dict):
+                yield Refusal(where, "not a JSON object")
+                continue
+            try:
+                ts = obj.get("ts_ms", obj.get("ts"))
+                identity = occ.identity(ts, svc_identity(obj) if "ts_ms" in obj else text)
+                if "ts_ms" in obj:
+                    yield _svc_row(where, obj, identity)
+                else:
+                    yield _wire_row(where, obj, identity)
+            except (ValueError, TypeError) as exc:
+                yield Refusal(where, reason_of(exc))
+
+
+def svc_csv_rows(source: Source) -> Iterator[Item]:
+    occ = Occurrences("svc")
+    with source.open() as raw:
+        reader = csv.DictReader(text_lines(raw))
+        for number, rec in enumerate(reader, 2):
+            where = f"{source.label}:{number}"
+            try:
+                identity = occ.identity(rec.get("ts_ms"), svc_identity(rec))
+                yield _svc_row(where, dict(rec), identity)
+            except (ValueError, TypeError) as exc:
+                yield Refusal(where, reason_of(exc))
+
+
+def parse_properties_text(text: str) -> dict[str, Any]:
+    """The ``properties`` column of an svc CSV export: ClickHouse's text form of the map."""
+    return parse_ch_map(text)
+
+
+def parse_ch_map(text: str) -> dict[str, str]:
+    """ClickHouse's text form of a Map(String, String): ``{'k':'v','k2':'v2'}``."""
+    text = text.strip()
+    if not text or text == "{}":
+        return {}
+    if not (text.startswith("{") and text.endswith("}")):
+        raise ValueError("`properties` is not a map")
+    out: dict[str, str] = {}
+    i, n = 1, len(text) - 1
+    items: list[str] = []
+    while i < n:
+        ch = text[i]
+        if ch in ", :":
+            i += 1
+            continue
+        if ch != "'":
+            raise ValueError("`properties` is not a map")
+        value, i = _ch_string(text, i + 1)
+        items.append(value)
+    if len(items) % 2:
+        raise ValueError("`properties` is not a map")
+    for k in range(0, len(items), 2):
+        out[items[k]] = items[k + 1]
+    return out
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "b": "\b", "f": "\f", "\\": "\\", "'": "'"}
+
+
+def _ch_string(text: str, i: int) -> tuple[str, int]:
+    out: list[str] = []
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text):
+            out.append(_ESCAPES.get(text[i + 1], text[i + 1]))
+            i += 2
+            continue
+        if ch == "'":
+            return "".join(out), i + 1
+        out.append(ch)
+        i += 1
+    raise ValueError("`properties` is not a map")
