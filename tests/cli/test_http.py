@@ -3,6 +3,8 @@ health, tail, login, and how it fails."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import stat
 import subprocess
@@ -171,6 +173,9 @@ def test_export_ndjson_csv_parquet(cli: Svcm, server: Server, tmp_path: Path) ->
     csv_text = as_csv.ok().stdout
     assert csv_text.splitlines()[0].startswith('"ts_ms","event","url"')
     assert len(csv_text.splitlines()) == 6
+    # properties as JSON, not ClickHouse's map text ({'n':'0'})
+    props = [json.loads(r["properties"]) for r in csv.DictReader(io.StringIO(csv_text))]
+    assert sorted(props, key=str) == [{"n": str(i)} for i in range(5)]
     assert pq.read_table(parquet).num_rows == 5
 
     failed.fails(1, "HTTP 404")  # a failed export leaves no file behind

@@ -61,8 +61,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         summary="write a project's events of a range as NDJSON, CSV or Parquet",
         description="Write every event of a project in a range of days, oldest first, with "
         "the columns\ndocumented for GET /export. The format is --format, else the output "
-        "file's extension\n(.ndjson, .jsonl, .csv, .parquet), else NDJSON. A file is written "
-        "whole or not at all.",
+        "file's extension\n(.ndjson, .jsonl, .csv, .parquet), else NDJSON. In CSV, "
+        "properties are a JSON object.\nA file is written whole or not at all.",
         examples=[
             "svcm export -p acme --from 2024-01-01 --to 2024-12-31 -o acme-2024.parquet",
             "svcm export -p acme --from 7d --format csv > last-week.csv",

@@ -3,7 +3,8 @@ POST /analytics takes them (``event``, ``url``, ``ts`` in ms or ISO 8601, ...), 
 
 A row of an svc export keeps every column as it was stored (:attr:`Row.stored`): importing it
 on a data directory is lossless. Its ``eventId`` is its own, or a hash of what identifies it,
-the same in the NDJSON and the CSV form.
+the same in the NDJSON and the CSV form. A CSV export holds ``properties`` as JSON text (or,
+made before that, as ClickHouse's text of a map: ``{'k':'v'}``); both are read.
 """
 
 from __future__ import annotations
@@ -144,7 +145,16 @@ def svc_csv_rows(source: Source) -> Iterator[Item]:
 
 
 def parse_properties_text(text: str) -> dict[str, Any]:
-    """The ``properties`` column of an svc CSV export: ClickHouse's text form of the map."""
+    """The ``properties`` cell of an svc CSV export: a JSON object, or ClickHouse's text form
+    of the map (``{'k':'v'}``), as exports before JSON had it."""
+    if text.lstrip().startswith('{"'):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            raise ValueError("`properties` is not a JSON object") from None
+        if not isinstance(value, dict):
+            raise ValueError("`properties` is not a JSON object")
+        return value
     return parse_ch_map(text)
 
 

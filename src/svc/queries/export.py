@@ -46,8 +46,9 @@ def export_chunks(
     between pieces. A Parquet file cannot be cut: the store writes it to a file in the data
     directory (~30 bytes an event), which is then sent and deleted."""
     ch_format = export_format(fmt)[0]
+    text = ch_format.startswith("CSV")  # a CSV cell holds the properties as JSON text
     if store.streams_results:
-        stmt = sql.export_events(project_id, rng)
+        stmt = sql.export_events(project_id, rng, json_properties=text)
         yield from store.stream_raw(stmt.sql, stmt.params, ch_format)
         return
     if ch_format == "Parquet":
@@ -61,7 +62,7 @@ def export_chunks(
         piece_events,
     )
     for i, window in enumerate(windows or [None]):  # none: the header (CSV) alone
-        stmt = sql.export_events(project_id, rng, window)
+        stmt = sql.export_events(project_id, rng, window, json_properties=text)
         piece_format = ch_format if i == 0 else _CONTINUED.get(ch_format, ch_format)
         piece = store.raw_query(stmt.sql, stmt.params, piece_format)
         if store.settings.store_memory_release_seconds:  # 0: never

@@ -60,11 +60,23 @@ EXPORT_COLUMNS = (
 )
 
 
+#: The export columns with ``properties`` as JSON text, for CSV: ClickHouse writes a map
+#: there as ``{'plan':'pro'}``, which is neither JSON nor anything else a reader knows.
+EXPORT_COLUMNS_JSON_PROPERTIES = EXPORT_COLUMNS.replace(
+    " properties,", " toJSONString(properties) AS properties,"
+)
+
+
 def export_events(
-    project_id: str, rng: DateRange, window: tuple[datetime, datetime] | None = None
+    project_id: str,
+    rng: DateRange,
+    window: tuple[datetime, datetime] | None = None,
+    *,
+    json_properties: bool = False,
 ) -> Statement:
-    """Every event of a project in a range, oldest first, in the documented export columns;
-    with ``window`` (naive UTC start and end) only those of that part of the range."""
+    """Every event of a project in a range, oldest first, in the documented export columns
+    (``properties`` as JSON text with ``json_properties``); with ``window`` (naive UTC start
+    and end) only those of that part of the range."""
     scope = QueryScope(project_id, rng)
     where = scope.range_where
     if window is not None:
@@ -72,7 +84,8 @@ def export_events(
         where += " AND ts >= {w0:DateTime64(3, 'UTC')} AND ts < {w1:DateTime64(3, 'UTC')}"
     # toDate(ts) first: the same order, and the table's (its key starts with the day), so
     # ClickHouse sorts a day at a time instead of the whole range at once.
-    sql = f"SELECT {EXPORT_COLUMNS} FROM events WHERE {where} ORDER BY toDate(ts), ts, event_id"
+    columns = EXPORT_COLUMNS_JSON_PROPERTIES if json_properties else EXPORT_COLUMNS
+    sql = f"SELECT {columns} FROM events WHERE {where} ORDER BY toDate(ts), ts, event_id"
     return Statement(sql, scope.params)
 
 
