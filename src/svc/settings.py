@@ -116,6 +116,11 @@ class Settings:
         "",
         "Comma-separated CIDRs of proxies whose X-Forwarded-For is trusted for the client address.",
     )
+    edge_secret: str = _setting(
+        "",
+        "Secrets shared with edges (comma-separated; also <data dir>/edge-secrets): POST "
+        "/analytics whose x-svc-edge-* headers they sign is the visitor's (docs/edge.md).",
+    )
     monthly_quota: int = _setting(
         100_000, "Events a project may store per calendar month (UTC) on the free plan."
     )

@@ -16,6 +16,7 @@ def run(settings: Settings) -> int:
 
     from svc.app import create_app
     from svc.http.analytics import with_fast_path
+    from svc.http.edge_auth import with_edge_auth
     from svc.limits.middleware import with_limits
 
     logging.basicConfig(
@@ -23,7 +24,8 @@ def run(settings: Settings) -> int:
     )
     # POST /analytics is answered before Starlette's stack (see svc.http.analytics).
     fast = with_fast_path(create_app(settings))
-    app = with_limits(fast)  # limits first (svc.limits)
+    # limits first (svc.limits), and before them signed edge headers (svc.http.edge_auth)
+    app = with_edge_auth(with_limits(fast), settings)
     config = uvicorn.Config(
         app,
         host=settings.host,

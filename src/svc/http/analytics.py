@@ -93,8 +93,8 @@ async def handle(app: Any, scope: Scope, receive: Receive) -> tuple[int, RawHead
         peer = client[0] if client else ""
         proxies = state.proxies
         address = proxies.client_address(peer, forwarded) if forwarded else peer
-        edge_geo = None
-        if proxies.networks and proxies.trusts(peer):
+        edge_geo = scope.get("svc.edge_geo")  # signed by an edge: svc.http.edge_auth
+        if edge_geo is None and proxies.networks and proxies.trusts(peer):
             edge_geo = geo_from_headers(Headers(scope=scope))
         ctx = RequestContext(
             project=project,

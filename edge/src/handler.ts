@@ -1,0 +1,333 @@
+// svc at the edge: one fetch handler, the same on every platform (the adapters in adapters/
+// only say who the visitor is and where the configuration comes from).
+//
+//   OPTIONS /analytics     CORS preflight, answered here as the origin answers it
+//   POST /analytics        validated here (400/413 answered here, in the origin's JSON error
+//                          shape); the rest forwarded to the origin with the original credential
+//                          and the visitor's address and location in signed headers; the
+//                          origin's answer is the answer (a 200 means the event is on its disk)
+//   GET|HEAD /svc/js       the browser script, from the origin, kept here and revalidated with
+//                          its ETag
+//
+// When the origin cannot be reached: 503 {"ok":false,"error":{"code":"unavailable",...}} with
+// Retry-After. See docs/edge.md.
+
+import { edgeHeaders, type Visitor } from './sign';
+import { errorBody, judge, WIRE, type ErrorBody, type Limits } from './wire';
+
+export type { Visitor } from './sign';
+
+export interface EdgeConfig {
+  /** The origin's base URL: `https://svc.example.com` */
+  origin: string;
+  /** The secret shared with the origin (SVC_EDGE_SECRET); empty: no signed headers. */
+  secret: string;
+  /** The project this deployment serves (informational: the origin checks every key). */
+  project: string;
+  maxBodyBytes: number;
+  maxBatchEvents: number;
+  /** How long to wait for the origin before answering 503 (ms). */
+  originTimeoutMs: number;
+  /** Seconds the script is kept before revalidation; -1: the origin's Cache-Control max-age. */
+  scriptTtlSeconds: number;
+  /** Seconds to tell clients to wait when the origin cannot be reached. */
+  retryAfterSeconds: number;
+  /** The platform, in the Svc-Edge header of every answer. */
+  platform: string;
+}
+
+export type EnvLike = Record<string, unknown> | undefined | null;
+
+/** The configuration: each SVC_* variable (or binding) of `env`, else the value baked into
+ * the bundle by `svcm deploy`, else the default. */
+export function configFrom(env: EnvLike, baked: Record<string, unknown>, platform: string): EdgeConfig {
+  const get = (name: string): string => {
+    const v = env && typeof env === 'object' ? env[name] : undefined;
+    if (typeof v === 'string' && v !== '') return v;
+    const b = baked[name];
+    return typeof b === 'string' ? b : typeof b === 'number' ? String(b) : '';
+  };
+  const num = (name: string, fallback: number): number => {
+    const raw = get(name);
+    const n = raw === '' ? NaN : Number(raw);
+    return Number.isFinite(n) ? n : fallback;
+  };
+  return {
+    origin: get('SVC_ORIGIN').replace(/\/+$/, ''),
+    secret: get('SVC_EDGE_SECRET'),
+    project: get('SVC_PROJECT'),
+    maxBodyBytes: num('SVC_MAX_BODY_BYTES', WIRE.body.maxBytes),
+    maxBatchEvents: num('SVC_MAX_BATCH_EVENTS', WIRE.body.maxBatchEvents),
+    originTimeoutMs: num('SVC_ORIGIN_TIMEOUT_MS', 10_000),
+    scriptTtlSeconds: num('SVC_SCRIPT_TTL_SECONDS', -1),
+    retryAfterSeconds: num('SVC_RETRY_AFTER_SECONDS', 10),
+    platform,
+  };
+}
+
+/** The origin's CORS headers (src/svc/http/common.py CORS_HEADERS). */
+export const CORS: Record<string, string> = {
+  'Access-Control-Allow-Origin': '*',
+  'Access-Control-Allow-Methods': 'GET, POST, PATCH, DELETE, OPTIONS',
+  'Access-Control-Allow-Headers': 'Authorization, Content-Type',
+  'Access-Control-Expose-Headers':
+    'Retry-After, X-Svc-Dropped, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, RateLimit-Policy, Svc-Quota-Warning',
+  'Access-Control-Max-Age': '86400',
+};
+
+// Not passed on from the origin's answer: hop-by-hop, and what the runtime sets itself.
+const HOP = new Set([
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'content-length',
+  'content-encoding',
+  'date',
+  'server',
+]);
+
+const SCRIPT_HEADERS = [
+  'content-type',
+  'etag',
+  'cache-control',
+  'access-control-allow-origin',
+  'cross-origin-resource-policy',
+  'x-content-type-options',
+  'last-modified',
+];
+
+interface CachedScript {
+  etag: string;
+  body: Uint8Array<ArrayBuffer>;
+  headers: [string, string][];
+  freshUntil: number;
+}
+
+export type Handler = ((request: Request, visitor: Visitor | null) => Promise<Response>) & {
+  config: EdgeConfig;
+};
+
+class ReadLimit extends Error {}
+
+async function readBody(request: Request, limit: number): Promise<Uint8Array<ArrayBuffer>> {
+  const declared = request.headers.get('content-length');
+  if (declared !== null && /^\s*\d+\s*$/.test(declared) && Number(declared) > limit) throw new ReadLimit();
+  if (request.body === null) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const chunks: Uint8Array<ArrayBuffer>[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => undefined);
+      throw new ReadLimit();
+    }
+    chunks.push(value as Uint8Array<ArrayBuffer>);
+  }
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}
+
+function etagMatches(ifNoneMatch: string, etag: string): boolean {
+  if (ifNoneMatch.trim() === '*') return true;
+  const opaque = etag.replace(/^W\//, '');
+  return ifNoneMatch.split(',').some((c) => c.trim().replace(/^W\//, '') === opaque);
+}
+
+function maxAge(cacheControl: string | null): number {
+  const m = /(?:^|,)\s*max-age=(\d+)/i.exec(cacheControl ?? '');
+  return m ? Number(m[1]) : 0;
+}
+
+export function createHandler(config: EdgeConfig): Handler {
+  const limits: Limits = { maxBodyBytes: config.maxBodyBytes, maxBatchEvents: config.maxBatchEvents };
+  let script: CachedScript | null = null;
+  let refreshing: Promise<string> | null = null;
+
+  const json = (status: number, body: ErrorBody, extra: Record<string, string> = {}): Response =>
+    new Response(JSON.stringify(body), {
+      status,
+      headers: { 'content-type': 'application/json', ...CORS, 'svc-edge': `${config.platform}; answered`, ...extra },
+    });
+
+  const unavailable = (why: string): Response =>
+    json(
+      503,
+      errorBody(503, 'unavailable', `the analytics service cannot be reached (${why}); retry later`),
+      { 'retry-after': String(config.retryAfterSeconds) },
+    );
+
+  async function originFetch(path: string, init: RequestInit): Promise<Response> {
+    if (!config.origin) throw new Error('no origin configured (SVC_ORIGIN)');
+    const signal = AbortSignal.timeout(config.originTimeoutMs);
+    return fetch(config.origin + path, { ...init, signal, redirect: 'manual' });
+  }
+
+  async function ingest(request: Request, url: URL, visitor: Visitor | null): Promise<Response> {
+    const authorization = request.headers.get('authorization');
+    const key = url.searchParams.get('key');
+    // The origin's first checks (svc.http.analytics._ingest_principal, svc.auth.bearer)
+    if (authorization === null || authorization === '') {
+      if (!key) {
+        return json(
+          401,
+          errorBody(401, 'missing_api_key', 'an API key is required: send `Authorization: Bearer svc_live_...`'),
+        );
+      }
+    } else {
+      const space = authorization.indexOf(' ');
+      const scheme = space < 0 ? authorization : authorization.slice(0, space);
+      const token = space < 0 ? '' : authorization.slice(space + 1);
+      if (scheme.toLowerCase() !== 'bearer' || token.trim() === '') {
+        return json(401, errorBody(401, 'invalid_api_key', 'the Authorization header must be `Bearer <API key>`'));
+      }
+    }
+    let body: Uint8Array<ArrayBuffer>;
+    try {
+      body = await readBody(request, config.maxBodyBytes);
+    } catch (e) {
+      if (e instanceof ReadLimit) {
+        return json(413, errorBody(413, 'payload_too_large', `the body is larger than ${config.maxBodyBytes} bytes`));
+      }
+      return json(400, errorBody(400, 'invalid_request', 'the body could not be read', 'body'));
+    }
+    const verdict = judge(body, limits, Date.now());
+    if (verdict.kind === 'answer') return json(verdict.status, verdict.body);
+
+    const target = url.pathname + url.search;
+    const userAgent = request.headers.get('user-agent') ?? '';
+    const headers: Record<string, string> = {
+      'content-type': request.headers.get('content-type') ?? 'application/json',
+    };
+    if (authorization) headers['authorization'] = authorization;
+    if (userAgent) headers['user-agent'] = userAgent;
+    if (config.secret && visitor && visitor.ip) {
+      Object.assign(
+        headers,
+        await edgeHeaders(
+          config.secret,
+          { method: 'POST', target, body, authorization: authorization ?? '', userAgent },
+          visitor,
+        ),
+      );
+    }
+    let answer: Response;
+    try {
+      answer = await originFetch(target, { method: 'POST', headers, body });
+    } catch (e) {
+      return unavailable(e instanceof Error && e.name === 'TimeoutError' ? 'timed out' : 'no connection');
+    }
+    const out = new Headers();
+    answer.headers.forEach((value, name) => {
+      if (!HOP.has(name)) out.append(name, value);
+    });
+    out.set('svc-edge', `${config.platform}; forwarded`);
+    const data = await answer.arrayBuffer().catch(() => null);
+    if (data === null) return unavailable('the answer was cut off');
+    return new Response(data, { status: answer.status, headers: out });
+  }
+
+  /** Refresh the kept script from the origin: MISS, REVALIDATED, or throws. */
+  async function refresh(): Promise<string> {
+    const headers: Record<string, string> = { 'accept-encoding': 'identity' };
+    if (script) headers['if-none-match'] = script.etag;
+    const answer = await originFetch('/svc/js', { method: 'GET', headers });
+    const now = Date.now();
+    const ttl = (cc: string | null) => (config.scriptTtlSeconds >= 0 ? config.scriptTtlSeconds : maxAge(cc)) * 1000;
+    if (answer.status === 304 && script) {
+      await answer.arrayBuffer().catch(() => null);
+      script.freshUntil = now + ttl(answer.headers.get('cache-control'));
+      return 'REVALIDATED';
+    }
+    if (answer.status !== 200) throw new OriginStatus(answer);
+    const body = new Uint8Array(await answer.arrayBuffer());
+    const kept: [string, string][] = [];
+    for (const name of SCRIPT_HEADERS) {
+      const v = answer.headers.get(name);
+      if (v !== null) kept.push([name, v]);
+    }
+    script = {
+      etag: answer.headers.get('etag') ?? '',
+      body,
+      headers: kept,
+      freshUntil: now + ttl(answer.headers.get('cache-control')),
+    };
+    return 'MISS';
+  }
+
+  async function serveScript(request: Request): Promise<Response> {
+    let state = 'HIT';
+    if (!script || Date.now() >= script.freshUntil) {
+      refreshing ??= refresh().finally(() => {
+        refreshing = null;
+      });
+      try {
+        state = await refreshing;
+      } catch (e) {
+        if (!script) {
+          if (e instanceof OriginStatus) return e.passOn(config.platform);
+          return unavailable(e instanceof Error && e.name === 'TimeoutError' ? 'timed out' : 'no connection');
+        }
+        state = 'STALE'; // the origin is away: serve what we have (stale-if-error)
+      }
+    }
+    const kept = script!;
+    const headers = new Headers(kept.headers);
+    headers.set('svc-edge', `${config.platform}; script`);
+    headers.set('svc-edge-cache', state);
+    const inm = request.headers.get('if-none-match');
+    if (inm !== null && kept.etag && etagMatches(inm, kept.etag)) {
+      headers.delete('content-type');
+      return new Response(null, { status: 304, headers });
+    }
+    headers.set('content-length', String(kept.body.byteLength));
+    return new Response(request.method === 'HEAD' ? null : kept.body, { status: 200, headers });
+  }
+
+  const handle = async (request: Request, visitor: Visitor | null): Promise<Response> => {
+    const url = new URL(request.url);
+    const method = request.method.toUpperCase();
+    if (url.pathname === '/analytics') {
+      if (method === 'POST') return ingest(request, url, visitor);
+      if (method === 'OPTIONS') return new Response(null, { status: 204, headers: CORS });
+      return json(405, errorBody(405, 'method_not_allowed', `${method} is not allowed on /analytics; use POST`), {
+        allow: 'POST, OPTIONS',
+      });
+    }
+    if (url.pathname === '/svc/js') {
+      if (method === 'GET' || method === 'HEAD') return serveScript(request);
+      return json(405, errorBody(405, 'method_not_allowed', `${method} is not allowed on /svc/js; use GET`), {
+        allow: 'GET, HEAD',
+      });
+    }
+    return json(404, errorBody(404, 'not_found', `${url.pathname} is not served here: this edge serves POST /analytics and GET /svc/js`));
+  };
+  return Object.assign(handle, { config });
+}
+
+class OriginStatus extends Error {
+  constructor(readonly answer: Response) {
+    super(`origin answered ${answer.status}`);
+  }
+  async passOn(platform: string): Promise<Response> {
+    const headers = new Headers();
+    this.answer.headers.forEach((v, k) => {
+      if (!HOP.has(k)) headers.append(k, v);
+    });
+    headers.set('svc-edge', `${platform}; forwarded`);
+    return new Response(await this.answer.arrayBuffer(), { status: this.answer.status, headers });
+  }
+}
