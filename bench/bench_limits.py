@@ -30,9 +30,9 @@ from typing import Any
 
 from svc import credentials
 from svc.auth import Authenticator
+from svc.http.limits import LimitsMiddleware
 from svc.limits.bucket import Rule, TokenBuckets, admit_two
 from svc.limits.core import Limits
-from svc.limits.middleware import LimitsMiddleware
 from svc.limits.plans import parse_plans
 from svc.limits.quota import Quotas
 from svc.meta.store import MetaStore, Project

@@ -48,7 +48,7 @@ _ADMIN = Principal("admin", None, None, frozenset(("ingest", "read", "manage")))
 
 
 #: A key verified valid in this process passes the failed-authentication gate of its address
-#: this long after (svc.limits.middleware), even once out of the key cache (s).
+#: this long after (svc.http.limits), even once out of the key cache (s).
 VOUCH_SECONDS = 600.0
 _MAX_ENTRIES = 100_000
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from svc.limits.middleware import INGEST, MANAGE, READ, _bearer, address_key, classify
+from svc.http.limits import INGEST, MANAGE, READ, _bearer, address_key, classify
 
 
 @pytest.mark.parametrize(

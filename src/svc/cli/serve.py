@@ -17,7 +17,7 @@ def run(settings: Settings) -> int:
     from svc.app import create_app
     from svc.http.analytics import with_fast_path
     from svc.http.edge_auth import with_edge_auth
-    from svc.limits.middleware import with_limits
+    from svc.http.limits import with_limits
 
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"

@@ -1,7 +1,7 @@
 """``Limits``: every limit of one svc process, built from the settings.
 
 It holds the rules and their buckets (in this process, or in Redis when ``SVC_REDIS_URL`` is
-set), the plans and the quota ledger; :mod:`svc.limits.middleware` applies them to requests.
+set), the plans and the quota ledger; :mod:`svc.http.limits` applies them to requests.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The ASGI middleware that applies the limits before a handler does any work.
+"""The ASGI middleware that applies the limits (:mod:`svc.limits`: the rules, buckets, plans
+and quotas) to requests, before a handler does any work.
 
 For each request to a limited route it finds the client address and the credential (no body
 is read, no store is touched for a recently verified credential) and then:
