@@ -1,4 +1,4 @@
-"""POST /analytics answered inside the HTTP protocol (svc.http.protocol).
+"""POST /analytics answered inside the HTTP protocol (svc.http.server.fast_path).
 
 Against real servers: the same raw requests to one server with the protocol on and one with it
 off give the same bytes (status, headers, body; the date and timestamps aside); pipelining,
@@ -22,8 +22,7 @@ import uvicorn
 from uvicorn.server import ServerState
 
 from svc.http.analytics import AnalyticsFastPath
-from svc.http.protocol import AnalyticsProtocol, Exchange, analytics_protocol
-from svc.limits.timeouts import SlowClientProtocol
+from svc.http.server import AnalyticsProtocol, Exchange, SlowClientProtocol, analytics_protocol
 from svc.settings import Settings
 from tests.conftest import BROWSER_UA
 from tests.support import Server
@@ -442,7 +441,7 @@ def test_in_process_answers_in_one_write_and_in_order() -> None:
 
 def test_in_process_keep_alive_timeout_and_close() -> None:
     async def main() -> None:
-        import svc.limits.timeouts as timeouts
+        import svc.http.server.deadlines as timeouts
 
         sweep = timeouts.SWEEP_SECONDS
         timeouts.SWEEP_SECONDS = 0.05

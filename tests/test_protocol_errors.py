@@ -24,7 +24,7 @@ from starlette.routing import Route
 from uvicorn.server import ServerState
 
 from svc.app import unexpected_error
-from svc.http.protocol import analytics_protocol, json_error_protocol
+from svc.http.server import analytics_protocol, json_error_protocol
 from svc.settings import Settings
 from tests.support import Server
 

@@ -50,12 +50,13 @@ def run(settings: Settings) -> int:
 
 
 def protocol_class(settings: Settings, fast: Any) -> type[Any]:
-    """uvicorn's httptools protocol with deadlines for slow clients (svc.limits.timeouts)
-    and, unless switched off (``SVC_FAST_INGEST_PROTOCOL``) or the ASGI fast path stepped
-    aside, POST /analytics answered inside it, ahead of uvicorn's ASGI layer
-    (svc.http.protocol: it calls the same application, so the same limits and handler)."""
+    """The HTTP server's protocol (svc.http.server): uvicorn's httptools protocol with
+    deadlines for slow clients and JSON errors and, unless switched off
+    (``SVC_FAST_INGEST_PROTOCOL``) or the ASGI fast path stepped aside, POST /analytics
+    answered inside it, ahead of uvicorn's ASGI layer (it calls the same application, so the
+    same limits and handler)."""
     from svc.http.analytics import AnalyticsFastPath
-    from svc.http.protocol import analytics_protocol, json_error_protocol
+    from svc.http.server import analytics_protocol, json_error_protocol
 
     if settings.fast_ingest_protocol and isinstance(fast, AnalyticsFastPath):
         return analytics_protocol(settings)

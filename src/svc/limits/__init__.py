@@ -7,7 +7,7 @@ server, :mod:`svc.http.server`, the client deadlines); nothing here imports :mod
   processes (``SVC_REDIS_URL``);
 * :mod:`svc.limits.plans` and :mod:`svc.limits.quota`: plans, each project's monthly quota,
   and the ledger ingestion reserves from before it writes;
-* :mod:`svc.limits.timeouts`: deadlines for slow clients (uvicorn protocol).
+* :mod:`svc.limits.timeouts`: deadlines for slow clients, and the connections they cut off.
 
 See ``docs/limits.md``.
 """
