@@ -17,7 +17,7 @@ PYTEST_ARGS ?=
 help:
 	@echo "make run    set up and run svc on http://$(HOST):$(PORT) (data in $(DATA))"
 	@echo "make test   set up and run every test, ruff and mypy"
-	@echo "make bench  run the benchmarks in bench/ (figures go to docs/benchmarks.md by hand)"
+	@echo "make bench  run the benchmarks in bench/ (bench/run_all.py --record: into bench/results.json and the doc)"
 
 $(STAMPS):
 	@mkdir -p $(STAMPS)
