@@ -35,8 +35,9 @@ function hex(buffer: ArrayBuffer): string {
 export function headerValue(value: string | null | undefined, max = 200): string {
   if (!value) return '';
   const text = value.trim().slice(0, max);
-  // percent-encode what is not printable ASCII (a city's name in UTF-8), and `%` itself
-  return /^[\x20-\x24\x26-\x7e]*$/.test(text) ? text : encodeURIComponent(text);
+  // printable ASCII as it is (a platform's percent-encoded city too: the origin decodes it),
+  // anything else percent-encoded as UTF-8
+  return /^[\x20-\x7e]*$/.test(text) ? text : encodeURIComponent(text);
 }
 
 /** `svc_edge_<id>_<random>` names its key id; any other secret has the id "". */

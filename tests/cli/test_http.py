@@ -343,12 +343,13 @@ def test_errors_are_one_line_with_a_status(bare: Svcm, cli: Svcm, server: Server
     both.fails(2, "either --url or --data-dir")
 
 
-def test_deploy_is_not_available(bare: Svcm) -> None:
+def test_deploy_vpc_is_not_available(bare: Svcm) -> None:
+    # --edge is tested in tests/edge/test_deploy.py
     edge, vpc, unknown = parallel(
         lambda: bare("deploy", "--edge", "cloudflare-workers", "--project", "svc_proj_acme"),
         lambda: bare("deploy", "--vpc", "--project", "svc_proj_acme"),
         lambda: bare("deploy", "--edge", "heroku"),
     )
-    edge.fails(1, "not available yet", "bun", "vercel-edge", "lambda-edge")
+    edge.fails(2, "give --origin")
     vpc.fails(1, "private-network (VPC) deployment is not available")
     assert unknown.status == 2 and "invalid choice" in unknown.stderr

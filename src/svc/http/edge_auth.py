@@ -114,8 +114,9 @@ class EdgeVisitor:
 
 class EdgeSecrets:
     """The secrets edges may sign with: the setting's, and those registered in the data
-    directory's ``edge-secrets`` file (one ``<secret> [project] [created]`` a line), which is
-    read again when it changes (looked at no more than once a second)."""
+    directory's ``edge-secrets`` file (one ``<secret> [project] [provider] [created]`` a line),
+    which is read again when it changes (looked at once a second, and at once for a key id
+    it does not know)."""
 
     def __init__(self, setting: str, path: Path | None = None) -> None:
         self._fixed: dict[str, list[bytes]] = {}
@@ -130,18 +131,19 @@ class EdgeSecrets:
         self._lock = threading.Lock()
 
     def candidates(self, kid: str) -> list[bytes]:
-        self._reload()
+        # a key id not known yet may have just been registered: look at the file at once
+        self._reload(force=kid not in self._fixed and kid not in self._filed)
         return self._fixed.get(kid, []) + self._filed.get(kid, [])
 
     def configured(self) -> bool:
         self._reload()
         return bool(self._fixed or self._filed)
 
-    def _reload(self) -> None:
+    def _reload(self, force: bool = False) -> None:
         if self.path is None:
             return
         now = time.monotonic()
-        if now - self._checked < _RELOAD_SECONDS:
+        if now - self._checked < _RELOAD_SECONDS and not force:
             return
         with self._lock:
             self._checked = now
