@@ -48,6 +48,7 @@ class Server:
     admin_token: str = ""
     proc: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
+    program: str = SERVE  # Python run with the port and the data directory
 
     @property
     def url(self) -> str:
@@ -70,7 +71,7 @@ class Server:
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}-server.log"
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-c", SERVE, str(self.port), str(self.data_dir)],
+                [sys.executable, "-c", self.program, str(self.port), str(self.data_dir)],
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,

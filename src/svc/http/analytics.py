@@ -1,14 +1,22 @@
 """POST /analytics: ingest one event or a batch.
 
-The hot path of the service. :func:`handle` works on the raw ASGI scope (headers as bytes, the
-query string, ``receive``) and returns the status, headers and body; it is used two ways:
+The hot path of the service, with one handler: :func:`handle` works on the raw ASGI scope
+(headers as bytes, the query string, ``receive``): it reads the credential, the body and the
+client, calls the ingestion service's one domain function
+(:meth:`~svc.ingestion.service.IngestService.ingest`) and maps the result (or the
+:class:`~svc.errors.ApiError`) to the status, headers and body. Each way in is a thin
+adapter that calls it:
 
 * :class:`AnalyticsFastPath` wraps the Starlette application (``svcm serve`` does this) and
   answers ``POST /analytics`` before Starlette's middleware stack, router and ``Request``
-  objects, which cost more than the ingestion itself (see docs/benchmarks.md);
+  objects, which cost more than the ingestion itself (see docs/benchmarks.md). The HTTP
+  server's fast path (:mod:`svc.http.server.fast_path`) skips uvicorn's ASGI request cycle
+  too, and calls the same application, so it ends here as well;
 * :func:`post_analytics` is the Starlette route, for in-process use of ``create_app`` and for
   the case where the fast path steps aside (the application has middleware, or the route no
-  longer points here). Both give the same answers.
+  longer points here).
+
+All give the same answers (``tests/test_analytics_entry_points.py``).
 """
 
 from __future__ import annotations
@@ -64,7 +72,8 @@ class ClientGone(Exception):
 
 
 async def handle(app: Any, scope: Scope, receive: Receive) -> tuple[int, RawHeaders, bytes]:
-    """Status, headers (without content-length) and body of a POST /analytics."""
+    """Status, headers (without content-length) and body of a POST /analytics: the one
+    handler of every way in (see the module's documentation)."""
     state = app.state
     runtime = runtime_of_app(app)
     auth_header = user_agent = forwarded = declared = None
