@@ -80,7 +80,7 @@ def test_bash_completion(bare: Svcm, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("shell", ["zsh", "fish"])
 def test_zsh_and_fish_scripts(shell: str, tmp_path: Path) -> None:
-    text = script(shell)
+    text = script(shell, build_parser())
     for name in COMMANDS:
         assert name in text
     assert "hour" in text and "cloudflare-workers" in text

@@ -272,7 +272,16 @@ def fish(root: Node) -> str:
     return "\n".join(lines) + "\n"
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], root: argparse.ArgumentParser
+) -> None:
+    """Add ``svcm completion``; ``root`` is the parser whose commands it completes (given by
+    :func:`svc.cli.main.build_parser`, which this module does not import)."""
+
+    def run(ctx: Context) -> int:
+        ctx.out.line(script(ctx.opt("shell"), root).rstrip("\n"))
+        return 0
+
     p = command(
         sub,
         "completion",
@@ -283,19 +292,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "source <(svcm completion zsh)             # in ~/.zshrc",
             "svcm completion fish > ~/.config/fish/completions/svcm.fish",
         ],
-        handler=run_completion,
+        handler=run,
         parents=[output_options(json=False)],
     )
     p.add_argument("shell", choices=SHELLS, help="bash, zsh or fish")
 
 
-def script(shell: str) -> str:
-    from svc.cli.main import build_parser
-
-    root = tree(build_parser())
+def script(shell: str, parser: argparse.ArgumentParser) -> str:
+    """The completion script of ``shell`` for the commands of ``parser``."""
+    root = tree(parser)
     return {"bash": bash, "zsh": zsh, "fish": fish}[shell](root)
-
-
-def run_completion(ctx: Context) -> int:
-    ctx.out.line(script(ctx.opt("shell")).rstrip("\n"))
-    return 0

@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     transfer.register(sub)
     events.register(sub)
     deploy.register(sub)
-    completion.register(sub)
+    completion.register(sub, parser)
     return parser
 
 
