@@ -271,6 +271,7 @@ def table(figures: list[Figure]) -> str:
 # and is checked at its worst end. A row without values reads "to be measured"; a row whose
 # "derive" names the queries ("query:metrics", "query:others") takes its values from them.
 # "queries" holds one row per query kind (or a group of kinds with ranges), with target_ms.
+# A row of "code" (the figures behind choices in the code) also says "where".
 
 Value = float | int | str | list[float]
 
@@ -377,9 +378,15 @@ def cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render_rows(rows: list[dict[str, Any]], results: dict[str, Any], targets: bool) -> str:
+def render_rows(
+    rows: list[dict[str, Any]], results: dict[str, Any], targets: bool, code: bool = False
+) -> str:
+    """A table of rows; ``targets``: with the target and pass or miss; ``code``: with where in
+    the code the figure is the reason for what it does."""
     if targets:
         lines = ["| what | target | measured | | notes | taken |", "|---|---|---|---|---|---|"]
+    elif code:
+        lines = ["| what | measured | notes | in the code | taken |", "|---|---|---|---|---|"]
     else:
         lines = ["| what | measured | notes | taken |", "|---|---|---|---|"]
     for row in rows:
@@ -395,6 +402,8 @@ def render_rows(rows: list[dict[str, Any]], results: dict[str, Any], targets: bo
             mark = status(row)
             mark = "" if mark == "to be measured" else mark
             cells = [row["what"], target, measured, mark, notes, when]
+        elif code:
+            cells = [row["what"], measured, notes, row["where"], when]
         else:
             cells = [row["what"], measured, notes, when]
         lines.append("| " + " | ".join(cell(c) for c in cells) + " |")
@@ -450,6 +459,7 @@ def sections(results: dict[str, Any]) -> dict[str, str]:
         "durability": render_rows(results["durability"], results, targets=True),
         "queries": render_queries(results),
         "other": render_rows(results["other"], results, targets=False),
+        "code": render_rows(results["code"], results, targets=False, code=True),
         "machines": render_machines(results),
     }
 

@@ -53,7 +53,7 @@ def test_the_durability_rows_are_there(results: dict[str, Any]) -> None:
 
 
 def test_every_measured_row_says_when_where_and_at_which_commit(results: dict[str, Any]) -> None:
-    rows = [*results["targets"], *results["durability"], *results["other"]]
+    rows = [*results["targets"], *results["durability"], *results["other"], *results["code"]]
     assert len({row["id"] for row in rows}) == len(rows)
     for row in [*rows, results["queries"]]:
         if row.get("values") or "rows" in row:
