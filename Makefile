@@ -65,11 +65,11 @@ lint: $(STAMPS)/venv
 typecheck: $(STAMPS)/venv
 	$(VENV)/bin/mypy
 
-pytest: $(STAMPS)/venv tracker dashboard dashboard-deps chromium services client-js-build
+pytest: $(STAMPS)/venv tracker dashboard dashboard-deps chromium services client-js-build edge-deps
 	set -a && source $(STAMPS)/services.env && set +a && \
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-test: lint typecheck pytest client-js-test
+test: lint typecheck pytest client-js-test edge-check
 
 bench: setup
 	$(PY) bench/run_all.py
@@ -80,3 +80,4 @@ clean:
 include tracker/tracker.mk
 include clients/js/client.mk
 include dashboard/dashboard.mk
+include edge/edge.mk
