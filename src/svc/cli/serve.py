@@ -69,8 +69,8 @@ def _server_class(base: Any) -> Any:
 
         Start-up leaves well over 100,000 long-lived objects (enrichment rules and data, the
         stores' clients, every module); each full collection walked them all and stopped the
-        event loop for about 100 ms every few seconds under load: the slowest 1 % of requests.
-        ``gc.freeze()`` moves them out of the collector's way (docs/benchmarks.md)."""
+        event loop every few seconds under load: the slowest requests. ``gc.freeze()`` moves
+        them out of the collector's way (docs/benchmarks.md, Figures behind the code)."""
 
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)

@@ -381,8 +381,8 @@ class Exclusions:
             if table
         }
         globs = [g for g in options.get("excludePaths") or () if isinstance(g, str)]
-        # More globs than the bound (stored before it) are all kept, in at most 10 automata:
-        # 4,000 simple ones cost ~12 ms a 1,000-event batch so (in 400 automata: 0.6 s).
+        # More globs than the bound (stored before it) are all kept, in at most 10 automata
+        # (their cost: docs/benchmarks.md, Figures behind the code).
         size = max(GLOBS_PER_AUTOMATON, -(-len(globs) // 10))
         if len(globs) > MAX_EXCLUDED_PATHS:
             log.warning(
@@ -512,11 +512,9 @@ _RE2_OPTIONS = _re2_options()
 # The bounds of a project's excluded path globs (svc.http.projects refuses more) and how
 # they are checked. RE2 builds an automaton's states as paths need them, each a set of
 # positions in every glob: with many globs of several wildcards, distinct long paths keep
-# needing new states and a check costs nearly what RE2's NFA does. 50 globs of 4 wildcards
-# against 1,000 distinct 2 KB paths made to be costly: one automaton 0.05-0.45 s, automata
-# of 10 globs 0.03 s (100 globs in one automaton: 3.8-5.2 s; fnmatch one by one: 1.2 s;
-# 100 globs of a `*` and ten `?`: RE2 gives up the automaton, 20-30 s). Real paths cost
-# about 1 us an automaton.
+# needing new states and a check costs nearly what RE2's NFA does: automata of 10 globs
+# bound that cost, and few globs of few wildcards keep it small (what paths made to be
+# costly and real paths cost: docs/benchmarks.md, Figures behind the code).
 MAX_EXCLUDED_PATHS = 50
 MAX_PATH_GLOB_LENGTH = 256
 MAX_GLOB_WILDCARDS = 4  # runs of *, each ? and each [

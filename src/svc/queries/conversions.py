@@ -83,7 +83,7 @@ def query_funnel(
         f"FROM events WHERE {scope.events_where()} AND ({any_step}) GROUP BY visitor_id) "
         "WHERE level > 0 GROUP BY level "
         # The steps match events in every granule (a home page, a common event): reading the
-        # step columns first (PREWHERE) skips nothing and costs ~7 % (10M events, 300 ms).
+        # step columns first (PREWHERE) skips nothing and costs time (docs/benchmarks.md).
         "SETTINGS optimize_move_to_prewhere = 0"
     )
     reached = {int(r["level"]): int(r["visitors"]) for r in store.query_named(sql, scope.params)}

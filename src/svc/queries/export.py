@@ -66,8 +66,8 @@ def export_chunks(
         piece_format = ch_format if i == 0 else _CONTINUED.get(ch_format, ch_format)
         piece = store.raw_query(stmt.sql, stmt.params, piece_format)
         if store.settings.store_memory_release_seconds:  # 0: never
-            # what formatting the piece took, before the next one: an NDJSON export of 10M
-            # events peaked at 681 MB instead of 839 MB, and took 15 % longer
+            # what formatting the piece took, before the next one: a lower peak for a longer
+            # export (docs/benchmarks.md, Figures behind the code)
             with contextlib.suppress(Exception):  # only memory: never fail an export for it
                 store.release_memory()
         yield piece

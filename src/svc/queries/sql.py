@@ -90,7 +90,8 @@ def export_events(
 
 
 #: Row groups of a Parquet file written by the store: ~100,000 events (ClickHouse's default of
-#: 1M rows or 512 MB held ~1 GB more while writing 10M events).
+#: 1M rows or 512 MB held far more memory while writing: docs/benchmarks.md, Figures behind
+#: the code).
 _PARQUET_SETTINGS = (
     "output_format_parquet_row_group_size = 100000, "
     "output_format_parquet_row_group_size_bytes = 16000000"

@@ -31,7 +31,7 @@ input) of four entries: headless, http library, the generic signatures, the craw
 pass over the UA says which of them match anywhere, so the reason follows from that list
 (headless, then http library, else crawler) without a second search, and a set match never
 computes submatch positions (the single regex with capture groups did, through RE2's NFA,
-for every bot). A browser UA costs some 2 µs uncached. Results are LRU-cached per UA (20,000
+for every bot). Results are LRU-cached per UA (20,000
 entries); UAs are cut to 1,024 characters first, which keeps the cache small.
 
 ``RE2::Set::Match`` would report a DFA failure as "no match", but none can happen once the set

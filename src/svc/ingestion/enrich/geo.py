@@ -15,14 +15,14 @@ Contract:
   IPv6 (``geoip2fast-ipv6.dat.gz``, used here) and country+ASN variants; its city files are
   a separate download, so ``region`` and ``city`` stay ``''``. Should a city file ever be
   installed beside the package (or given as ``data_file``), it is preferred and fills them.
-  Loading takes ~0.3 s, once per process, on the first lookup or on
+  Loading happens once per process, on the first lookup or on
   :meth:`GeoLookup.load`. geoip2fast keeps its data in module globals, so one data file
   serves the whole process and every :class:`GeoLookup`. With country-only data the lookup
-  does not go through ``GeoIP2Fast.lookup`` (~8 µs) but searches compact copies of the same
+  does not go through ``GeoIP2Fast.lookup`` but searches compact copies of the same
   tables built at load (:class:`_CountryIndex`): a bucket per /16, a bisection among the few
-  networks in it, a ready :class:`Geo` per country; ~0.6 µs (IPv4) to ~1.2 µs (IPv6) per
-  new address, the same answers. geoip2fast's own tables are then released: the process
-  keeps ~17 MiB for geo data instead of ~68 MiB.
+  networks in it, a ready :class:`Geo` per country; several times faster per new address,
+  the same answers. geoip2fast's own tables are then released, which leaves a quarter of
+  the memory for geo data (the figures: docs/benchmarks.md, Figures behind the code).
 - :func:`geo_from_headers` reads where a trusted edge already located the client, from the
   first edge whose country header holds a country: ``cf-ipcountry`` (Cloudflare),
   ``x-vercel-ip-country`` (Vercel), ``cloudfront-viewer-country`` (CloudFront), in that order;
@@ -133,7 +133,7 @@ def _load(data_file: str | None) -> Any:
 
 
 #: geoip2fast's module globals that only its own lookup reads: ~790,000 networks as lists of
-#: Python ints, ~24 MB more than the index that replaces them (docs/benchmarks.md, Memory).
+#: Python ints, far larger than the index that replaces them (docs/benchmarks.md).
 _RELEASED_TABLES: Final = (
     "mainIndex",
     "mainListFirstIP",
@@ -278,7 +278,7 @@ class _CountryIndex:
                 raise ValueError("unexpected geoip2fast index")
             if len(net_lengths[root]) != len(chunk) or len(ids[root]) != len(chunk):
                 raise ValueError("unexpected geoip2fast index")
-        # (C-level loops: this runs once per process, ~0.1 s and ~11 MiB for 790,000 networks)
+        # (C-level loops: this runs once per process, over 790,000 networks)
         starts = list(itertools.chain.from_iterable(chunks))
         if not all(map(operator.lt, starts, itertools.islice(starts, 1, None))):
             raise ValueError("unexpected geoip2fast index")

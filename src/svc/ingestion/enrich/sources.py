@@ -516,8 +516,8 @@ def attribute(
 
 @lru_cache(maxsize=8_192)
 def _shared(source: str, channel: str, referrer_host: str) -> Attribution:
-    """One shared :class:`Attribution` per distinct value (a frozen dataclass costs ~1 µs
-    to build, a cache hit a fraction of that)."""
+    """One shared :class:`Attribution` per distinct value (a cache hit costs a fraction of
+    building a frozen dataclass)."""
     return Attribution(source=source, channel=channel, referrer_host=referrer_host)
 
 

@@ -33,9 +33,9 @@ accelerator, before ``re2`` and pure Python); here the Rust resolver is built ex
 without ua_parser's own small S3-FIFO cache (2000 entries) since :func:`parse_user_agent` has
 its own LRU cache, and only its user-agent and OS extractors are called, directly: the
 device-model rules cost as much again and the form factor does not need them. A cold parse
-costs some 10 µs (7-9 of them in the two Rust extractors), a cached one well under 1 µs; equal
-results share one :class:`UserAgentInfo` (up to 4,096 of them) instead of building one per
-UA. The parser (≈0.2 s to build) is built on first use or by :func:`load`.
+costs far more than a cached one, most of it in the two Rust extractors (docs/benchmarks.md,
+Figures behind the code); equal results share one :class:`UserAgentInfo` (up to 4,096 of
+them) instead of building one per UA. The parser is built on first use or by :func:`load`.
 """
 
 from __future__ import annotations
@@ -103,8 +103,8 @@ def load() -> Resolver:
 
     Uses the Rust accelerator (``ua_parser_rs``) when it is installed, which it is meant to
     be, and then calls its user-agent and OS extractors directly (ua_parser's wrapper adds
-    several µs per parse); otherwise falls back to ua_parser's pure-Python resolver (about
-    10x slower).
+    several µs per parse); otherwise falls back to ua_parser's pure-Python resolver (much
+    slower).
     """
     global _resolver, _extract_agent, _extract_os
     if _resolver is None:
@@ -165,7 +165,7 @@ def parse_user_agent(ua: str) -> UserAgentInfo:
 _EMPTY: Final = UserAgentInfo("", "", "", "", "")
 _MAX_SHARED: Final = 4_096
 # One shared instance per distinct result: far fewer results than UAs (the UA strings vary
-# in build numbers, locales, app tokens ...), and building a frozen dataclass costs ~1 µs.
+# in build numbers, locales, app tokens ...), and building a frozen dataclass costs time.
 _shared: dict[tuple[str, str, str, str, str], UserAgentInfo] = {}
 
 
