@@ -73,6 +73,8 @@ def test_event_arrives_with_the_platforms_address_and_location(edge: Edge, origi
         r = post(edge, public, {"event": "page_view", "url": f"https://acme.test/{n}"}, headers)
         assert r.status_code == 200, r.text
         assert r.headers["svc-edge"] == f"{edge.platform}; forwarded"
+        assert r.headers["server-timing"].startswith("edge;dur=")
+        assert ", origin;dur=" in r.headers["server-timing"]
     events = sorted(stored(origin, pid, secret), key=lambda e: e["url"])
     assert len(events) == 3
     for e in events:

@@ -1,0 +1,179 @@
+"""The edge, per runtime: its processing per ingest, the whole request through it, cold start
+and bundle size (issue 18; docs/edge.md).
+
+For each runtime of tests/edge (workerd for Cloudflare Workers, edge-runtime for Vercel Edge,
+the Lambda@Edge module under the CloudFront stand-in, Bun), in front of a real svc origin on
+loopback (fsync on; rate limits and quota off, as every load test from one address needs):
+
+- **cold start**: from starting the runtime's process to its first answer, and the first
+  ingest's time through it (the code's first run);
+- **edge processing** per ingest, p50 and p99 over ``--requests`` requests (10,000 by
+  default): the handler's own ``Server-Timing: edge;dur`` (from the request's arrival in the
+  handler to the forward: reading the body, validation, signing), for a valid event (forwarded)
+  and an invalid one (answered at the edge). Workers' clock advances only on I/O, so workerd's
+  figure is a lower bound; the added latency below is measured from outside for every runtime;
+- **whole request** through the edge, p50 and p99 (one keep-alive connection, one request at a
+  time), and the same requests sent to the origin directly: the difference is what the edge
+  adds on loopback (its processing, one more HTTP hop, and the runtime's HTTP stacks);
+- **bundle size**: each file in src/svc/static/edge/, raw and gzip -9.
+
+Run it only on a quiet machine: ``.venv/bin/python bench/edge_bench.py [--requests 10000]
+[--platforms bun,cloudflare-workers] [--json out.json]``. Needs ``make edge-deps``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.edge.support import (
+    BUNDLES,
+    PLATFORMS,
+    SECRET,
+    built,
+    start,
+    visitor_headers,
+)
+from tests.support import Server
+
+UA = (
+    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
+    "Chrome/126.0.0.0 Safari/537.36"
+)
+VALID = json.dumps({"event": "page_view", "url": "https://acme.test/pricing"}).encode()
+INVALID = json.dumps({"event": "", "url": "https://acme.test/pricing"}).encode()
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * p))]
+
+
+def timing(header: str, name: str) -> float | None:
+    for part in header.split(","):
+        key, _, rest = part.strip().partition(";dur=")
+        if key == name:
+            return float(rest)
+    return None
+
+
+def run(
+    client: httpx.Client, url: str, body: bytes, headers: dict[str, str], n: int, status: int
+) -> tuple[list[float], list[float]]:
+    """Client latencies (ms) and the edge's Server-Timing (ms) of ``n`` requests."""
+    wall: list[float] = []
+    edge: list[float] = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        r = client.post(url, content=body, headers=headers)
+        wall.append((time.perf_counter() - t0) * 1000)
+        if r.status_code != status:
+            raise RuntimeError(f"{url}: {r.status_code} {r.text[:200]}")
+        spent = timing(r.headers.get("server-timing", ""), "edge")
+        if spent is not None:
+            edge.append(spent)
+    return wall, edge
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {}
+    return {
+        "p50": round(statistics.median(values), 3),
+        "p99": round(pct(values, 0.99), 3),
+        "mean": round(statistics.fmean(values), 3),
+    }
+
+
+def bundle_sizes() -> dict[str, dict[str, int]]:
+    out = {}
+    for path in sorted(BUNDLES.iterdir()):
+        data = path.read_bytes()
+        out[path.name] = {"bytes": len(data), "gzip": len(gzip.compress(data, 9, mtime=0))}
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=10_000)
+    parser.add_argument("--warmup", type=int, default=500)
+    parser.add_argument("--platforms", default=",".join(PLATFORMS))
+    parser.add_argument("--json", metavar="PATH", help="also write the figures here")
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="edge-bench-"))
+    origin = Server(
+        tmp / "data",
+        env={
+            "SVC_EDGE_SECRET": SECRET,
+            "SVC_RATE_LIMIT_INGEST_PER_IP": "0",
+            "SVC_RATE_LIMIT_INGEST_PER_PROJECT": "0",
+            "SVC_RATE_LIMIT_AUTH_FAILURES_PER_IP": "0",
+            "SVC_MONTHLY_QUOTA": "0",
+        },
+    ).start()
+    results: dict[str, Any] = {"requests": args.requests, "bundles": bundle_sizes(), "runtimes": {}}
+    try:
+        key = origin.create_project("bench")["keys"]["public"]
+        base = {
+            "authorization": f"Bearer {key}",
+            "content-type": "application/json",
+            "user-agent": UA,
+        }
+        with httpx.Client(timeout=30) as client:
+            direct, _ = run(client, origin.url + "/analytics", VALID, base, args.warmup, 200)
+            direct, _ = run(client, origin.url + "/analytics", VALID, base, args.requests, 200)
+        results["direct"] = summary(direct)
+        for platform in args.platforms.split(","):
+            config = {
+                "SVC_ORIGIN": origin.url,
+                "SVC_EDGE_SECRET": SECRET,
+                "SVC_EDGE_TRUSTED_PROXIES": "127.0.0.1/32",
+            }
+            bundle = built(platform, tmp, config)
+            t0 = time.perf_counter()
+            edge = start(platform, bundle, tmp / platform, config)
+            cold = (time.perf_counter() - t0) * 1000
+            headers = {**base, **visitor_headers(platform, "81.2.69.160", "DE", "BE", "Berlin")}
+            try:
+                with httpx.Client(timeout=30) as client:
+                    url = edge.url + "/analytics"
+                    t1 = time.perf_counter()
+                    client.post(url, content=VALID, headers=headers).raise_for_status()
+                    first = (time.perf_counter() - t1) * 1000
+                    run(client, url, VALID, headers, args.warmup, 200)
+                    wall, spent = run(client, url, VALID, headers, args.requests, 200)
+                    bad_wall, bad_spent = run(client, url, INVALID, headers, args.requests, 400)
+            finally:
+                edge.stop()
+            row = {
+                "coldStartMs": round(cold, 1),
+                "firstIngestMs": round(first, 2),
+                "edgeProcessingMs": summary(spent),
+                "edgeAnsweredProcessingMs": summary(bad_spent),
+                "wholeRequestMs": summary(wall),
+                "answeredAtEdgeMs": summary(bad_wall),
+                "addedP50Ms": round(statistics.median(wall) - statistics.median(direct), 3),
+            }
+            results["runtimes"][platform] = row
+            print(platform, json.dumps(row), flush=True)
+    finally:
+        origin.stop()
+    print(json.dumps(results, indent=2))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
