@@ -18,30 +18,10 @@ from svc.cli.common import (
     range_params,
 )
 from svc.cli.errors import UsageError
+from svc.schema import dimensions as schema_dimensions
 
-DIMENSIONS = (
-    "page",
-    "entry_page",
-    "exit_page",
-    "hostname",
-    "source",
-    "channel",
-    "referrer",
-    "utm_source",
-    "utm_medium",
-    "utm_campaign",
-    "utm_content",
-    "utm_term",
-    "country",
-    "region",
-    "city",
-    "browser",
-    "browser_version",
-    "os",
-    "os_version",
-    "device",
-    "event",
-)
+#: The dimensions, in the order the help lists them.
+DIMENSIONS = tuple(schema_dimensions.DIMENSIONS)
 OPERATORS = ("is", "is_not", "contains", "not_contains", "matches", "not_matches")
 SHORTHAND = {"==": "is", "=": "is", "!=": "is_not", "~": "contains", "!~": "not_contains"}
 ORDERS = (

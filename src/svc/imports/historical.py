@@ -51,7 +51,9 @@ from svc.ingestion.outcomes import DropReason
 from svc.ingestion.pipeline import EventDraft, Pipeline, RequestContext
 from svc.ingestion.urls import PageUrl
 from svc.meta.store import Project
-from svc.storage.events import EventRow, ch_time
+from svc.schema.limits import MAX_SCREEN
+from svc.schema.row import EventRow
+from svc.storage.events import ch_time
 
 _NO_PAGE = PageUrl("", "/")  # replaced by parse_url, never changed
 
@@ -155,9 +157,9 @@ class HistoricalPipeline:
     # svc's own exports -------------------------------------------------------------------------
 
     def restored(self, c: Checked) -> EventRow:
-        """A row of an svc export as it was stored: its derived columns kept as they are."""
+        """A row of an svc export as it was stored: every column of the events table taken
+        from the export's column of the same name (``EventRow``'s names), nothing derived."""
         row, raw = c.row, c.raw
-        f = row.fields
         s = row.stored or {}
 
         def col(name: str) -> str:
@@ -185,13 +187,13 @@ class HistoricalPipeline:
             utm_term=col("utm_term"),
             click_id=col("click_id"),
             properties=raw.properties,
-            browser=f.get("browser", ""),
-            browser_version=f.get("browser_version", ""),
-            os=f.get("os", ""),
-            os_version=f.get("os_version", ""),
-            device=f.get("device", "") or (device_from_screen(row.screen) if row.screen else ""),
-            screen_width=row.screen if 0 <= row.screen <= 65535 else 0,
-            country=f.get("country", ""),
-            region=f.get("region", ""),
-            city=f.get("city", ""),
+            browser=col("browser"),
+            browser_version=col("browser_version"),
+            os=col("os"),
+            os_version=col("os_version"),
+            device=col("device") or (device_from_screen(row.screen) if row.screen else ""),
+            screen_width=row.screen if 0 <= row.screen <= MAX_SCREEN else 0,
+            country=col("country"),
+            region=col("region"),
+            city=col("city"),
         )

@@ -6,7 +6,8 @@ time, ``eventId``; :func:`svc.imports.run.check` validates it into the wire form
 own session and visitor identities, the browser, system, device and location it recorded,
 and for svc's own exports every column as it was stored.
 
-Standard library only: the readers load fast (``svcm`` registers its commands at every start).
+Standard library only (and :mod:`svc.schema.limits`): the readers load fast (``svcm`` registers
+its commands at every start).
 """
 
 from __future__ import annotations
@@ -19,13 +20,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
 
-MAX_BATCH = 1000  # events per request (POST /analytics takes 1,000) or insert
+from svc.schema.limits import FUTURE_WINDOW_MS, MAX_BATCH_EVENTS, PAST_WINDOW_MS
+
+MAX_BATCH = MAX_BATCH_EVENTS  # events per request (as POST /analytics takes them) or insert
 MIN_TS_MS = 946_684_800_000  # 2000-01-01
-FUTURE_MS = 5 * 60 * 1000
-HTTP_MAX_AGE_MS = 7 * 24 * 3600 * 1000
-#: The columns of what ingestion derives from the user agent and the address, as exports hold
-#: them (a reader fills those it knows in :attr:`Row.fields`).
-ENRICHED = ("browser", "browser_version", "os", "os_version", "device", "country", "region", "city")
+FUTURE_MS = FUTURE_WINDOW_MS
+HTTP_MAX_AGE_MS = PAST_WINDOW_MS
 
 
 class ImportFailed(Exception):
@@ -47,7 +47,9 @@ class Row:
     visitor: str = ""  # the source's visitor identity
     properties: dict[str, Any] = field(default_factory=dict)
     screen: int = 0
-    fields: dict[str, str] = field(default_factory=dict)  # browser, os, device, country, ...
+    # what ingestion derives from the user agent and the address, as far as the source knows
+    # it, by the events table's column names (svc.schema.row.EventRow): browser, os, country...
+    fields: dict[str, str] = field(default_factory=dict)
     stored: dict[str, Any] | None = None  # every column of an svc export (kept as it is)
     received_ms: int = 0
     source_hint: str = ""  # a source name without referrer (Plausible's "Google")

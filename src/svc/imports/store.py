@@ -19,7 +19,8 @@ from svc.imports.run import Checked, Summary
 from svc.ingestion.outcomes import DropReason
 from svc.meta.store import Project
 from svc.queries.transfer import stored_event_ids
-from svc.storage.events import EventRow, EventStore
+from svc.schema.row import EventRow
+from svc.storage.events import EventStore
 from svc.storage.rollups import Rollups
 
 

@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from svc.imports.rows import (
-    ENRICHED,
     Item,
     Occurrences,
     Refusal,
@@ -29,22 +28,6 @@ from svc.imports.rows import (
 
 #: The columns an svc export has and a wire-format event has not.
 SVC_COLUMNS = frozenset(("ts_ms", "event", "url"))
-#: The columns of an svc export that ingestion derived, kept as they are.
-STORED_COLUMNS = (
-    "hostname",
-    "path",
-    "referrer_host",
-    "source",
-    "channel",
-    "utm_source",
-    "utm_medium",
-    "utm_campaign",
-    "utm_content",
-    "utm_term",
-    "click_id",
-    "session_id",
-    "visitor_id",
-)
 
 
 def _svc_row(where: str, obj: dict[str, Any], raw_identity: str) -> Row:
@@ -54,7 +37,6 @@ def _svc_row(where: str, obj: dict[str, Any], raw_identity: str) -> Row:
         props = parse_properties_text(props)
     if not isinstance(props, dict):
         raise ValueError("`properties` is not an object")
-    stored = {k: obj.get(k) for k in STORED_COLUMNS}
     event_id = str(obj.get("event_id") or "") or raw_identity
     return Row(
         where=where,
@@ -67,8 +49,7 @@ def _svc_row(where: str, obj: dict[str, Any], raw_identity: str) -> Row:
         visitor=str(obj.get("visitor_id") or ""),
         properties={str(k): v for k, v in props.items()},
         screen=as_int(obj.get("screen_width")),
-        fields={k: str(obj.get(k) or "") for k in ENRICHED},
-        stored=stored,
+        stored=obj,
         received_ms=as_int(obj.get("received_ms")),
     )
 

@@ -9,76 +9,37 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 
 from svc.errors import InvalidRequest, PayloadTooLarge
+from svc.schema.limits import (
+    FUTURE_WINDOW_MS,
+    IP_PATTERN,
+    MAX_EVENT_ID,
+    MAX_EVENT_NAME,
+    MAX_IP,
+    MAX_ITEMS,
+    MAX_ITEMS_JSON,
+    MAX_PROJECT_ID,
+    MAX_PROPERTIES,
+    MAX_PROPERTY_KEY,
+    MAX_PROPERTY_VALUE,
+    MAX_REFERRER,
+    MAX_SCREEN,
+    MAX_SESSION_ID,
+    MAX_URL,
+    MAX_USER_AGENT,
+    PAST_WINDOW_MS,
+)
+from svc.schema.wire import RawEvent
 
-MAX_EVENT_NAME = 200
-MAX_URL = 2048
-MAX_SESSION_ID = 128
-MAX_EVENT_ID = 128
-MAX_REFERRER = 2048
-MAX_PROPERTIES = 50
-MAX_PROPERTY_KEY = 200
-MAX_PROPERTY_VALUE = 2048
-MAX_ITEMS = 200
-MAX_USER_AGENT = 1024
-PAST_WINDOW_MS = 7 * 24 * 3600 * 1000
-FUTURE_WINDOW_MS = 5 * 60 * 1000
+__all__ = ["Body", "RawEvent", "Undecodable", "decode_body", "decode_valid", "validate_event"]
 
 _decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
-_IP = re.compile(r"^[0-9A-Fa-f:.]{2,45}$")
-
-KNOWN_FIELDS = frozenset(
-    (
-        "event",
-        "url",
-        "sessionId",
-        "projectId",
-        "properties",
-        "referrer",
-        "ts",
-        "eventId",
-        "userAgent",
-        "ip",
-        "screen",
-    )
-)
-
-
-class RawEvent(
-    msgspec.Struct,
-    rename={
-        "name": "event",
-        "session_id": "sessionId",
-        "project_id": "projectId",
-        "ts_ms": "ts",
-        "event_id": "eventId",
-        "user_agent": "userAgent",
-    },
-):
-    """A validated event as the client sent it.
-
-    :func:`validate_event` builds it from a decoded object. On the fast path
-    (:func:`decode_valid`) msgspec decodes it straight from the body: the annotations check
-    types and lengths in C, at least as strictly as :func:`validate_event` (which ignores
-    unknown fields too); a ``ts`` sent as a float or ``properties`` sent as null take the
-    general path."""
-
-    name: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_EVENT_NAME)]
-    url: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_URL)]
-    session_id: Annotated[str, msgspec.Meta(max_length=MAX_SESSION_ID)] | None = None
-    project_id: Annotated[str, msgspec.Meta(max_length=64)] | None = None
-    properties: dict[str, Any] = {}
-    referrer: str | None = None
-    ts_ms: int | None = None
-    event_id: Annotated[str, msgspec.Meta(max_length=MAX_EVENT_ID)] | None = None
-    user_agent: Annotated[str, msgspec.Meta(max_length=MAX_USER_AGENT)] | None = None
-    ip: Annotated[str, msgspec.Meta(max_length=45)] | None = None
-    screen: Annotated[int, msgspec.Meta(ge=0, le=65535)] | None = None
+_IP = re.compile(IP_PATTERN)
 
 
 @dataclass(slots=True)
@@ -301,9 +262,9 @@ def validate_event(obj: Any, now_ms: int) -> RawEvent:
         session_id = _opt_str(obj, "sessionId", MAX_SESSION_ID)
     project_id = get("projectId")
     if project_id is not None and not (
-        type(project_id) is str and project_id and len(project_id) <= 64
+        type(project_id) is str and project_id and len(project_id) <= MAX_PROJECT_ID
     ):
-        project_id = _opt_str(obj, "projectId", 64)
+        project_id = _opt_str(obj, "projectId", MAX_PROJECT_ID)
     referrer = get("referrer")
     if referrer is not None and not (
         type(referrer) is str and referrer and len(referrer) <= MAX_REFERRER
@@ -321,7 +282,7 @@ def validate_event(obj: Any, now_ms: int) -> RawEvent:
         user_agent = _opt_str(obj, "userAgent", MAX_USER_AGENT)
     ip = get("ip")
     if ip is not None:
-        ip = _opt_str(obj, "ip", 45)
+        ip = _opt_str(obj, "ip", MAX_IP)
         if ip is not None and not _IP.match(ip):
             raise InvalidRequest("`ip` must be an IPv4 or IPv6 address", field="ip")
     ts = get("ts")
@@ -338,9 +299,9 @@ def validate_event(obj: Any, now_ms: int) -> RawEvent:
             raise InvalidRequest("`ts` is more than 5 minutes in the future", field="ts")
     screen = get("screen")
     if screen is not None and (
-        isinstance(screen, bool) or not isinstance(screen, int) or not 0 <= screen <= 65535
+        isinstance(screen, bool) or not isinstance(screen, int) or not 0 <= screen <= MAX_SCREEN
     ):
-        raise InvalidRequest("`screen` must be a width in pixels (0-65535)", field="screen")
+        raise InvalidRequest(f"`screen` must be a width in pixels (0-{MAX_SCREEN})", field="screen")
     props = get("properties")
     properties = {} if props is None else _properties(props)
     # Positional, in RawEvent's field order.
@@ -433,6 +394,6 @@ def _items(items: list[Any], where: str) -> str:
                     f"`{where}[{i}].{k}` must be a string, number, boolean or null", field=where
                 )
     text = _encoder.encode(items).decode()
-    if len(text) > 16 * MAX_PROPERTY_VALUE:
+    if len(text) > MAX_ITEMS_JSON:
         raise InvalidRequest(f"`{where}` is too large", field=where)
     return text

@@ -23,11 +23,12 @@ from importlib import resources
 from typing import Any, TypeVar
 
 import clickhouse_connect
-import msgspec
 from clickhouse_connect.driver.client import Client
 from clickhouse_connect.driver.exceptions import Error as ClickHouseError
 
 from svc.errors import ApiError, InvalidRequest
+from svc.schema.row import EVENT_COLUMNS as EVENT_COLUMNS
+from svc.schema.row import EventRow as EventRow
 from svc.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -52,51 +53,6 @@ PROJECT_TABLES = (
     "rollup_days",
 )
 
-
-class EventRow(msgspec.Struct, array_like=False, gc=False, omit_defaults=True):
-    """One row of the events table as the spool writes it (JSONEachRow).
-
-    ``ts``, ``received_at`` and ``session_start`` are seconds with three decimals, as text,
-    which ClickHouse reads into ``DateTime64(3)`` exactly. ``session_start`` is the time of
-    the first event ingestion saw in the session (the sessions table is keyed by its day);
-    left empty, the column's default (``ts``) applies.
-    """
-
-    project_id: str
-    ts: str
-    received_at: str
-    event_id: str
-    name: str
-    session_id: int
-    visitor_id: int
-    hostname: str
-    path: str
-    url: str
-    referrer: str
-    referrer_host: str
-    source: str
-    channel: str
-    utm_source: str
-    utm_medium: str
-    utm_campaign: str
-    utm_content: str
-    utm_term: str
-    click_id: str
-    properties: dict[str, str]
-    browser: str
-    browser_version: str
-    os: str
-    os_version: str
-    device: str
-    screen_width: int
-    country: str
-    region: str
-    city: str
-    session_start: str = ""
-
-
-#: Columns of a spooled event row, in the order the spool writes them.
-EVENT_COLUMNS: tuple[str, ...] = EventRow.__struct_fields__
 
 T = TypeVar("T")
 

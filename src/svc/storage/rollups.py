@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from datetime import UTC, date, datetime, timedelta
 
+from svc.schema.dimensions import DIMENSIONS
 from svc.storage.events import EventStore
 
 log = logging.getLogger(__name__)
@@ -28,8 +29,6 @@ def rollup_dimensions() -> dict[str, str]:
     the day's totals): the session dimensions of the query API. The page dimension is rolled
     up from the (session, page) table beside them, the event name and the custom properties
     from the report events and the hostname from the events."""
-    from svc.queries.dimensions import DIMENSIONS
-
     dims = {"": "''"}
     dims.update((d.name, d.session_column()) for d in DIMENSIONS.values() if d.level == "session")
     return dims
