@@ -1,11 +1,14 @@
 """The event schema is written once (svc.schema), and what derives from it agrees with it: the
-origin's validation at every described limit, the stored row the pipeline builds, the
-dimensions, and the Python client's limits."""
+generated wire-format files, the origin's validation at every described limit, the stored row
+the pipeline builds, the dimensions, and both clients' limits."""
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -19,14 +22,36 @@ from svc.ingestion.pipeline import EventDraft, RequestContext
 from svc.ingestion.urls import PageUrl
 from svc.ingestion.wire import decode_body, decode_valid, validate_event
 from svc.meta.store import Project
+from svc.schema.__main__ import GENERATED, main, stale
 from svc.schema.dimensions import DIMENSIONS
 from svc.schema.row import EVENT_COLUMNS, EventRow
-from svc.schema.wire import RawEvent, wire_format
+from svc.schema.wire import RawEvent, limits_of, render, wire_format
 from svc.settings import Settings
 from svc.storage.events import ch_time
+from tests.support import ROOT
 
 NOW = 1_790_000_000_000
 OK = {"event": "page_view", "url": "/"}
+
+
+# the generated files ------------------------------------------------------------------------
+
+
+def test_the_committed_wire_format_files_are_the_generated_ones() -> None:
+    assert stale(ROOT) == [], "run python -m svc.schema and commit"
+    assert main(["--check", "--root", str(ROOT)]) == 0
+    committed = json.loads((ROOT / "edge/src/wire-format.json").read_text())
+    assert committed == wire_format()
+
+
+def test_python_m_svc_schema_writes_the_files_and_check_finds_a_stale_one(tmp_path: Any) -> None:
+    for path in GENERATED:
+        (tmp_path / path).parent.mkdir(parents=True)
+    assert main(["--check", "--root", str(tmp_path)]) == 1
+    assert main(["--root", str(tmp_path)]) == 0
+    assert stale(tmp_path) == []
+    (tmp_path / "edge/src/wire-format.json").write_text("{}\n")
+    assert stale(tmp_path) == [next(iter(GENERATED))]
 
 
 # the origin at each described limit -------------------------------------------------------
@@ -253,3 +278,47 @@ def test_the_python_client_has_the_described_limits() -> None:
     assert body["maxBatchEvents"] >= _core.MAX_BATCH_SIZE
     assert body["maxBytes"] >= _core.MAX_BODY_BYTES
     assert svc_client.create_client  # the client imports on its own (its tests: clients/python)
+
+
+def _js_limits() -> dict[str, Any]:
+    node = shutil.which("node")
+    built = ROOT / "clients/js/dist/esm/validate.js"
+    if node is None or not built.exists():
+        pytest.skip("node or the built TypeScript client (make client-js-build) is missing")
+    done = subprocess.run(
+        [node, "--input-type=module", "-e",
+         f"const m = await import({json.dumps(built.as_uri())});"
+         "const w = await import(new URL('./limits.js', "
+         f"{json.dumps(built.as_uri())}).href);"
+         "console.log(JSON.stringify({limits: m.LIMITS, wire: w.WIRE_LIMITS}));"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    out: dict[str, Any] = json.loads(done.stdout)
+    return out
+
+
+def test_the_typescript_client_has_the_described_limits() -> None:
+    """validate.ts takes its LIMITS from limits.ts, compiled in by its build: the built
+    client holds the description's numbers, and its LIMITS are those."""
+    got = _js_limits()
+    assert got["wire"] == limits_of(wire_format())
+    ev = wire_format()["event"]
+    js = got["limits"]
+    pairs: dict[str, Callable[[], int]] = {
+        "nameLength": lambda: ev["event"]["maxLength"],
+        "urlLength": lambda: ev["url"]["maxLength"],
+        "sessionIdLength": lambda: ev["sessionId"]["maxLength"],
+        "eventIdLength": lambda: ev["eventId"]["maxLength"],
+        "userAgentLength": lambda: ev["userAgent"]["maxLength"],
+        "propertyKeys": lambda: ev["properties"]["maxKeys"],
+        "propertyKeyLength": lambda: ev["properties"]["maxKeyLength"],
+        "propertyValueLength": lambda: ev["properties"]["maxValueLength"],
+        "items": lambda: ev["properties"]["items"]["maxItems"],
+        "itemsJsonLength": lambda: ev["properties"]["items"]["maxJsonLength"],
+        "batchEvents": lambda: wire_format()["body"]["maxBatchEvents"],
+    }
+    for key, value in pairs.items():
+        assert js[key] == value(), key
+    text = (ROOT / "clients/js/src/validate.ts").read_text()
+    assert "WIRE_LIMITS" in text and "200," not in text  # no limit of the service written in it
+    assert render("ts") == (ROOT / "clients/js/src/limits.ts").read_text()

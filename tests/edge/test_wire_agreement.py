@@ -1,61 +1,23 @@
-"""One description of the wire format (edge/src/wire-format.json), and the origin, the edge and
-the TypeScript client agree with it; the edge answers a corpus of bodies as the origin does."""
+"""The edge answers a corpus of bodies as the origin does. Both follow one description of the
+wire format, edge/src/wire-format.json, generated from svc.schema (tests/test_schema.py checks
+that it is, and that the origin and the clients keep its limits)."""
 
 from __future__ import annotations
 
 import base64
 import json
-import re
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 from svc.errors import ApiError
-from svc.ingestion import wire
 from svc.ingestion.wire import decode_body, validate_event
+from svc.schema.wire import wire_format
 from svc.settings import Settings
 from tests.edge.support import BIN, EDGE, require_runtimes
-from tests.support import ROOT
 
-FORMAT = json.loads((EDGE / "src" / "wire-format.json").read_text())
-
-
-def test_the_origin_and_the_client_have_the_described_limits() -> None:
-    ev = FORMAT["event"]
-    settings = Settings()
-    assert settings.max_body_bytes == FORMAT["body"]["maxBytes"]
-    assert settings.max_batch_events == FORMAT["body"]["maxBatchEvents"]
-    assert ev["event"]["maxLength"] == wire.MAX_EVENT_NAME
-    assert ev["url"]["maxLength"] == wire.MAX_URL
-    assert ev["sessionId"]["maxLength"] == wire.MAX_SESSION_ID
-    assert ev["eventId"]["maxLength"] == wire.MAX_EVENT_ID
-    assert ev["referrer"]["maxLength"] == wire.MAX_REFERRER
-    assert ev["userAgent"]["maxLength"] == wire.MAX_USER_AGENT
-    assert ev["properties"]["maxKeys"] == wire.MAX_PROPERTIES
-    assert ev["properties"]["maxKeyLength"] == wire.MAX_PROPERTY_KEY
-    assert ev["properties"]["maxValueLength"] == wire.MAX_PROPERTY_VALUE
-    assert ev["properties"]["items"]["maxItems"] == wire.MAX_ITEMS
-    assert ev["properties"]["items"]["maxJsonLength"] == 16 * wire.MAX_PROPERTY_VALUE
-    assert ev["ts"]["pastWindowMs"] == wire.PAST_WINDOW_MS
-    assert ev["ts"]["futureWindowMs"] == wire.FUTURE_WINDOW_MS
-    assert wire._IP.pattern == ev["ip"]["pattern"]
-    # the TypeScript client's own checks (clients/js/src/validate.ts LIMITS)
-    text = (ROOT / "clients" / "js" / "src" / "validate.ts").read_text()
-    limits = {
-        k: int(v.replace("_", ""))
-        for k, v in re.findall(r"^\s+(\w+): ([\d_]+),$", text, re.MULTILINE)
-    }
-    assert limits["nameLength"] == ev["event"]["maxLength"]
-    assert limits["urlLength"] == ev["url"]["maxLength"]
-    assert limits["sessionIdLength"] == ev["sessionId"]["maxLength"]
-    assert limits["eventIdLength"] == ev["eventId"]["maxLength"]
-    assert limits["userAgentLength"] == ev["userAgent"]["maxLength"]
-    assert limits["propertyKeys"] == ev["properties"]["maxKeys"]
-    assert limits["propertyKeyLength"] == ev["properties"]["maxKeyLength"]
-    assert limits["propertyValueLength"] == ev["properties"]["maxValueLength"]
-    assert limits["items"] == ev["properties"]["items"]["maxItems"]
-    assert limits["itemsJsonLength"] == ev["properties"]["items"]["maxJsonLength"]
+BODY = wire_format()["body"]
 
 
 def _origin(body: bytes, now: int) -> tuple[int, dict[str, Any]] | None:
@@ -197,7 +159,8 @@ def test_the_edge_answers_as_the_origin(tmp_path: Path) -> None:
         "import { judge } from './wire.mjs';\n"
         "import { readFileSync } from 'node:fs';\n"
         "const cases = JSON.parse(readFileSync(0, 'utf8'));\n"
-        "const limits = { maxBodyBytes: 1048576, maxBatchEvents: 1000 };\n"
+        f"const limits = {{ maxBodyBytes: {BODY['maxBytes']}, "
+        f"maxBatchEvents: {BODY['maxBatchEvents']} }};\n"
         "const out = {};\n"
         "for (const [name, b64] of Object.entries(cases)) {\n"
         "  out[name] = judge(new Uint8Array(Buffer.from(b64, 'base64')), limits, Date.now());\n"

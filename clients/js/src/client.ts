@@ -35,8 +35,8 @@ export const VERSION = '0.1.0';
 
 /** A request body stays under this, below the service's 1 MiB limit. */
 const MAX_BODY_BYTES = 1_000_000;
-/** The service takes at most 1,000 events a batch. */
-const MAX_BATCH_SIZE = 1000;
+/** The most events the service takes in a batch. */
+const MAX_BATCH_SIZE = LIMITS.batchEvents;
 /** Browsers cap the bodies of `keepalive` requests at 64 KiB in all. */
 const KEEPALIVE_MAX_BYTES = 60_000;
 const DEFAULT_SHUTDOWN_TIMEOUT = 10_000;

@@ -1,20 +1,26 @@
 // Argument checks. Every failure is a TypeError thrown at the call site, with a message that
 // names the call and the argument.
 
-/** @internal */
+import { WIRE_LIMITS } from './limits.js';
+
+const EV = WIRE_LIMITS.event;
+
+/** @internal The service's limits (limits.ts, generated from the service's schema), and the client's own. */
 export const LIMITS = {
-  nameLength: 200,
-  urlLength: 2048,
-  sessionIdLength: 128,
-  eventIdLength: 128,
-  userAgentLength: 1024,
-  propertyKeys: 50,
-  propertyKeyLength: 200,
+  nameLength: EV.event.maxLength,
+  urlLength: EV.url.maxLength,
+  sessionIdLength: EV.sessionId.maxLength,
+  eventIdLength: EV.eventId.maxLength,
+  userAgentLength: EV.userAgent.maxLength,
+  propertyKeys: EV.properties.maxKeys,
+  propertyKeyLength: EV.properties.maxKeyLength,
   /** The service refuses a property string longer than this. */
-  propertyValueLength: 2048,
-  items: 200,
+  propertyValueLength: EV.properties.maxValueLength,
+  items: EV.properties.items.maxItems,
   /** The service refuses an `items` list longer than this once encoded. */
-  itemsJsonLength: 32_768,
+  itemsJsonLength: EV.properties.items.maxJsonLength,
+  /** The service takes at most this many events a batch. */
+  batchEvents: WIRE_LIMITS.body.maxBatchEvents,
   descriptionLength: 1000,
   /** Below the service's property value limit. */
   stackLength: 2048,
