@@ -15,7 +15,8 @@ end of the range. Its page views and events are those in the range that pass the
 filters, counted one of three ways:
 
 - **no filter on an event dimension**: the session's own counts, the few sessions that cross
-  an end of the range less their events outside it (read from the events near the ends);
+  an end of the range less their events outside it (read from the events between the
+  crossing sessions' first and last events: see :meth:`QueryScope.load_edges`);
 - **filters on the page only**: from the session pages (one row per session and page), the
   sessions that cross an end corrected likewise;
 - **other event filters**: the matching events in the range, grouped by session, from
@@ -24,13 +25,24 @@ filters, counted one of three ways:
 
 No query groups every event by session with its whole-session figures: a GROUP BY that big
 held more than the reads may (they spill to disk past 300 MB) and took 4-5 s over 10M events.
+
+Sessions are of any length. The sessions table is keyed by the UTC day of a session's start,
+and nearly every session ends within a day of it: the session rows are read from the days of
+the range and the day before it, and the sessions that cross its start (its end) are looked
+for among those of its first (last) UTC day and the day before. The others, a session longer
+than a day or one with a late event from before its day, are in ``long_sessions``, a small
+table of the sessions with an event outside the day of their start and the next
+(storage/migrations/012), read whole: those that cross an end are added to the session rows
+by their (day, id), the events outside the range of every crossing session are read between
+the crossing sessions' first and last events, and no rolled-up day with one is taken from the
+rollups.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from svc.queries.dates import DateRange
@@ -40,11 +52,8 @@ from svc.queries.filters import Filter
 if TYPE_CHECKING:
     from svc.storage.events import EventStore
 
-#: How far past the ends of the range the session rows look for sessions that cross them
-#: (sessions are keyed by the UTC day of their start) and for their events outside the range.
-#: A session that goes on for longer than this across an end of the range is counted with
-#: the events of this margin only.
-EDGE = timedelta(days=1)
+#: A session's UTC day (the sessions table's key) as the time it begins.
+_DAY_START = "toDateTime64({day}, 3, 'UTC')"
 
 
 def session_key(alias: str = "", day: str | None = None) -> str:
@@ -56,11 +65,17 @@ def session_key(alias: str = "", day: str | None = None) -> str:
     return f"bitXor({alias}session_id, intHash64({day or alias + 'session_day'}))"
 
 
-#: The events outside the range and within EDGE of its ends (see QueryScope._bind_edges).
-_NEAR_THE_ENDS = (
-    "((ts >= {edge0:DateTime64(3, 'UTC')} AND ts < {start:DateTime64(3, 'UTC')}) "
-    "OR (ts >= {end:DateTime64(3, 'UTC')} AND ts < {edge1:DateTime64(3, 'UTC')}))"
+#: The events outside the range from ``{first}`` to its start and from its end to ``{last}``.
+_OUTSIDE = (
+    "((ts >= {{{first}:DateTime64(3, 'UTC')}} AND ts < {{start:DateTime64(3, 'UTC')}}) "
+    "OR (ts >= {{end:DateTime64(3, 'UTC')}} AND ts < {{{last}:DateTime64(3, 'UTC')}}))"
 )
+
+#: A crossing session whose events outside the range all lie within this of its ends is read
+#: with the others, between their first and last events; a longer one by itself (its id picks
+#: its granules out of the days it spans: see QueryScope._outside_events).
+_SHORT = timedelta(days=1)
+_MS = timedelta(milliseconds=1)
 
 
 @dataclass
@@ -71,16 +86,28 @@ class QueryScope:
     params: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        start, end = self.rng.start_utc, self.rng.end_utc
         self.params.update(
             project=self.project_id,
-            start=self.rng.start_utc.replace(tzinfo=None),
-            end=self.rng.end_utc.replace(tzinfo=None),
+            start=start.replace(tzinfo=None),
+            end=end.replace(tzinfo=None),
             tz=self.rng.tz,
+            # The session rows are read from the sessions of these UTC days (a session is
+            # keyed by the day of its first event seen; an earlier one, a late event, is a
+            # few minutes earlier), and those of long_sessions that cross an end.
+            day0=start.date() - timedelta(days=1),
+            day1=end.date(),
+            # the sessions that cross the start, the end are looked for on these days
+            start_day=start.date(),
+            end_day0=end.date() - timedelta(days=1),
         )
         self._event_conditions: list[str] = []
         self._session_row_conditions: list[str] = []  # over a row of the sessions table
         self._edges: Sequence[Sequence[Any]] | None = None  # see load_edges
         self._crossing: list[int] | None = None  # see _load_crossing
+        #: The sessions of long_sessions that cross an end of the range: (day, id) -> the
+        #: first and last time its events may have (see load_long_sessions)
+        self._long: dict[tuple[date, int], tuple[datetime, datetime]] | None = None
         self._page_edges: Sequence[Sequence[Any]] | None = None  # see load_page_edges
         self.rolled_days: list[tuple[date, int]] = []  # see load_rollups
         #: The one event filter whose negation only reported events pass (see counts_in_range),
@@ -159,51 +186,97 @@ class QueryScope:
         dimension."""
         return self._sessions_from_table(extra or {})
 
-    def _bind_edges(self) -> None:
-        start, end = self.rng.start_utc, self.rng.end_utc
-        self.params.update(
-            edge0=(start - EDGE).replace(tzinfo=None),
-            edge1=(end + EDGE).replace(tzinfo=None),
-            # A session is keyed by the UTC day of its first event seen; an event of it may be
-            # earlier (a late one, within the session timeout) but never by a day.
-            day0=(start - EDGE).date(),
-            day1=end.date(),
-            start_day=start.date(),
-            end_day0=(end - EDGE).date(),
-        )
-
-    def _crossing_sql(self) -> str:
-        """The sessions that cross an end of the range."""
-        self._bind_edges()
+    def _near_crossing_sql(self) -> str:
+        """The sessions that cross an end of the range among those of its first and last UTC
+        days and the days before them: day, id, first and last event, and 1."""
         t0, t1 = "{start:DateTime64(3, 'UTC')}", "{end:DateTime64(3, 'UTC')}"
         return (
-            "SELECT session_id FROM sessions FINAL WHERE project_id = {project:String} AND "
+            "SELECT session_day, session_id, first_ts, last_ts, 1 AS near FROM sessions FINAL "
+            "WHERE project_id = {project:String} AND "
             "(session_day BETWEEN {day0:Date} AND {start_day:Date} "
             "OR session_day BETWEEN {end_day0:Date} AND {day1:Date}) "
             f"AND ((first_ts < {t0} AND last_ts >= {t0}) OR (first_ts < {t1} AND last_ts >= {t1}))"
         )
 
-    def _outside_sql(self, sessions: str) -> str:
-        """Per session of ``sessions`` (a subquery or a bound array): its page views and
-        events outside the range, within a day of its ends (that pass the event filters, but
-        for a dropping filter: see counts_in_range)."""
+    def _long_crossing_sql(self) -> str:
+        """The sessions of ``long_sessions`` that cross an end of the range where
+        :meth:`_near_crossing_sql` does not look (and some where it does): day, id, a time at
+        or before its first event and one at or after its last (its events outside its day
+        and the next, and those two days), and 0. Each condition is exact: a session on a
+        day after the first of the range has an event before its start only if that event is
+        before the session's day (and so in this table), one on a day before the day before
+        has an event after it only if that event is after the day after its own; likewise at
+        the end. (A handful of rows: no index needed.)"""
+        t0, t1 = "{start:DateTime64(3, 'UTC')}", "{end:DateTime64(3, 'UTC')}"
+        first = f"least(min(first_ts), {_DAY_START.format(day='session_day')})"
+        last = f"greatest(max(last_ts), {_DAY_START.format(day='session_day + 2')})"
+        return (
+            f"SELECT session_day, session_id, {first}, {last}, 0 AS near FROM long_sessions "
+            "WHERE project_id = {project:String} GROUP BY session_day, session_id HAVING "
+            f"(session_day > {{start_day:Date}} AND min(first_ts) < {t0}) "
+            f"OR (session_day < {{day0:Date}} AND max(last_ts) >= {t0}) "
+            f"OR (session_day > {{day1:Date}} AND min(first_ts) < {t1}) "
+            f"OR (session_day < {{end_day0:Date}} AND max(last_ts) >= {t1})"
+        )
+
+    def _take_long(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Keep the rows of :meth:`_long_crossing_sql`; bind the (day, id) of those on days
+        the session rows do not read otherwise (see :meth:`_days`)."""
+        self._long = {(_as_date(r[0]), int(r[1])): (_as_utc(r[2]), _as_utc(r[3])) for r in rows}
+        day0, day1 = self.params["day0"], self.params["day1"]
+        self.params["far"] = [k for k in self._long if not day0 <= k[0] <= day1]
+
+    def load_long_sessions(self, store: EventStore) -> QueryScope:
+        """Read the long sessions that cross an end of the range (one query of a small
+        table), for :meth:`_days` and the rolled-up days. Returns self."""
+        if self._long is None:
+            self._take_long(store.query(self._long_crossing_sql(), self.params))
+        return self
+
+    @property
+    def long_session_days(self) -> set[date]:
+        """The days of the long sessions that cross an end of the range (loaded): the
+        rollups count every event of a day's sessions, so these days are never taken from
+        them."""
+        assert self._long is not None
+        return {day for day, _ in self._long}
+
+    def _outside_events(self) -> str:
+        """The events outside the range of the sessions that cross an end of it (loaded:
+        :meth:`_load_crossing`): those of the sessions whose events outside it are within a
+        day of its ends between the first and last of them, those of a longer session between
+        its own first and last."""
+        parts = []
+        if self.params["crossing"]:
+            outside = _OUTSIDE.format(first="edge0", last="edge1")
+            parts.append(f"({outside} AND session_id IN {{crossing:Array(UInt64)}})")
+        if self.params["long_ids"]:
+            outside = _OUTSIDE.format(first="long0", last="long1")
+            parts.append(f"({outside} AND session_id IN {{long_ids:Array(UInt64)}})")
+        return f"({' OR '.join(parts)})" if parts else "0"
+
+    def _outside_sql(self) -> str:
+        """Per session that crosses an end of the range: its page views and events outside
+        the range (that pass the event filters, but for a dropping filter: see
+        counts_in_range)."""
         kept = "1" if self._dropped is not None else self.event_filter
         return (
             "SELECT session_id, countIf(name = 'page_view') AS opv, count() AS oev FROM events "
             f"WHERE project_id = {{project:String}} AND {kept} "
-            f"AND {_NEAR_THE_ENDS} AND session_id IN {sessions} GROUP BY session_id"
+            f"AND {self._outside_events()} GROUP BY session_id"
         )
 
     def load_edges(self, store: EventStore) -> QueryScope:
         """Read the sessions that cross an end of the range and their events outside it (two
         small queries) so that the session rows correct them by value instead of by a join:
-        much cheaper. Returns self."""
+        much cheaper. Counted over the events in the range, the session rows need no
+        correction: only the long sessions are read then. Returns self."""
         if self._edges is None:
-            # counted over the events in the range, the session rows need no correction
             crossing = [] if self.counts_in_range else self._load_crossing(store)
+            self.load_long_sessions(store)
             rows: Sequence[Sequence[Any]] = []
             if crossing:
-                rows = store.query(self._outside_sql("{crossing:Array(UInt64)}"), self.params)
+                rows = store.query(self._outside_sql(), self.params)
             self._edges = rows
             self.params.update(
                 edge_ids=[int(r[0]) for r in rows],
@@ -213,10 +286,40 @@ class QueryScope:
         return self
 
     def _load_crossing(self, store: EventStore) -> list[int]:
-        """The ids of the sessions that cross an end of the range (read once)."""
+        """The ids of the sessions that cross an end of the range (read once, with the long
+        sessions if they are not read yet); binds those whose events outside the range are
+        within a day of its ends (``crossing``) and the span of those events (``edge0`` to
+        the start, the end to ``edge1``), and likewise the others (``long_ids``, ``long0``,
+        ``long1``)."""
         if self._crossing is None:
-            self._crossing = [int(r[0]) for r in store.query(self._crossing_sql(), self.params)]
-            self.params["crossing"] = self._crossing
+            near_sql = self._near_crossing_sql()
+            near: Sequence[Sequence[Any]]
+            if self._long is None:
+                rows = store.query(f"{near_sql} UNION ALL {self._long_crossing_sql()}", self.params)
+                self._take_long([r for r in rows if not int(r[4])])
+                near = [r for r in rows if int(r[4])]
+            else:
+                near = store.query(near_sql, self.params)
+            assert self._long is not None
+            spans = dict(self._long)
+            spans.update(
+                ((_as_date(r[0]), int(r[1])), (_as_utc(r[2]), _as_utc(r[3]))) for r in near
+            )
+            start, end = self.rng.start_utc, self.rng.end_utc
+            short = {
+                k: v for k, v in spans.items() if v[0] >= start - _SHORT and v[1] < end + _SHORT
+            }
+            long = {k: v for k, v in spans.items() if k not in short}
+            for ids, first, last, group in (
+                ("crossing", "edge0", "edge1", short),
+                ("long_ids", "long0", "long1", long),
+            ):
+                self.params[ids] = sorted({sid for _, sid in group})
+                since = min((f for f, _ in group.values()), default=start)
+                until = max((t for _, t in group.values()), default=end)
+                self.params[first] = min(since, start).replace(tzinfo=None)
+                self.params[last] = (max(until, end) + _MS).replace(tzinfo=None)
+            self._crossing = sorted({sid for _, sid in spans})
         return self._crossing
 
     def load_page_edges(self, store: EventStore) -> QueryScope:
@@ -230,8 +333,7 @@ class QueryScope:
                 rows = store.query(
                     "SELECT cityHash64(session_id, path) AS k, count() FROM events "
                     "WHERE project_id = {project:String} AND name = 'page_view' "
-                    f"AND {_NEAR_THE_ENDS} AND session_id IN {{crossing:Array(UInt64)}} "
-                    "GROUP BY k",
+                    f"AND {self._outside_events()} GROUP BY k",
                     self.params,
                 )
             self._page_edges = rows
@@ -257,12 +359,9 @@ class QueryScope:
             if self._page_edges
             else "toUInt64(0)"
         )
-        days = "session_day BETWEEN {day0:Date} AND {day1:Date}"
-        if self.rolled_days:  # read from the rollups instead
-            days += " AND session_day NOT IN {rolled_days:Array(Date)}"
         pages = (
             "SELECT session_day, session_id, path, pageviews FROM session_pages FINAL "
-            f"WHERE project_id = {{project:String}} AND {days} AND pageviews > 0 "
+            f"WHERE project_id = {{project:String}} AND {self._days()} AND pageviews > 0 "
             f"AND {self.event_filter}"
         )
         rows = (
@@ -343,7 +442,8 @@ class QueryScope:
         current versions, for a report without filters (or, with ``less_dropped``, one whose
         filter :attr:`drops_reported_events`); the session rows then leave them
         out. A session is keyed by the day of its start and may run into the next day, so
-        the first day of the range and its last two are never taken from the rollups. For a
+        the first day of the range and its last two are never taken from the rollups, nor a
+        day with a long session that crosses an end of the range (:meth:`_days`). For a
         breakdown by the custom property ``property_key``, the days that had too many values
         of it to roll up are not taken either."""
         filtered = bool(self.filters) and not (less_dropped and self.drops_reported_events)
@@ -386,6 +486,8 @@ class QueryScope:
         last = self.rng.end_utc.date() - timedelta(days=2)
         if last < first:
             return []
+        # a day with a session that crosses an end of the range has events outside it
+        unsafe = self.load_long_sessions(store).long_session_days
         params = {"project": self.project_id, "r0": first, "r1": last, "key": property_key}
         sql = (
             "SELECT session_day, max(version) AS version FROM rollup_days "
@@ -400,7 +502,7 @@ class QueryScope:
                 "AND session_day BETWEEN {r0:Date} AND {r1:Date} AND value = {key:String})"
             )
         rows = store.query(f"{sql} ORDER BY session_day", params)
-        return [(_as_date(d), int(v)) for d, v in rows]
+        return [(_as_date(d), int(v)) for d, v in rows if _as_date(d) not in unsafe]
 
     def _take_rolled_days(self, days: list[tuple[date, int]]) -> list[tuple[date, int]]:
         """Leave ``days`` out of the session rows from now on; returns them."""
@@ -512,19 +614,36 @@ class QueryScope:
         rows = f"SELECT {', '.join(cols)} FROM rolled_sessions WHERE {' AND '.join(where)}"
         return f"SELECT * FROM ({rows}) WHERE ev > 0"
 
+    def _days(self, alias: str = "") -> str:
+        """The rows of a table keyed like the sessions (``alias``: ``s.``) that the session
+        rows read: those of the days of the range and the day before, and the long sessions
+        on other days that cross an end of it (loaded: :meth:`load_long_sessions`; else
+        read here), but on days taken from the rollups."""
+        day, sid = f"{alias}session_day", f"{alias}session_id"
+        days = f"{day} BETWEEN {{day0:Date}} AND {{day1:Date}}"
+        if self._long is None:
+            far = (
+                "(SELECT session_day, session_id FROM long_sessions "
+                "WHERE project_id = {project:String} "
+                "AND (session_day < {day0:Date} OR session_day > {day1:Date}))"
+            )
+            days = f"({days} OR ({day}, {sid}) IN {far})"
+        elif self.params["far"]:
+            days = f"({days} OR ({day}, {sid}) IN {{far:Array(Tuple(Date, UInt64))}})"
+        if self.rolled_days:  # read from the rollups instead
+            days += f" AND {day} NOT IN {{rolled_days:Array(Date)}}"
+        return days
+
     def _session_rows_where(self) -> str:
         """The rows of ``sessions AS s`` with an event in the range (give or take the edge
         corrections) that pass the session filters, on days not taken from the rollups."""
-        self._bind_edges()
         where = [
             "s.project_id = {project:String}",
-            "s.session_day BETWEEN {day0:Date} AND {day1:Date}",
+            self._days("s."),
             "s.last_ts >= {start:DateTime64(3, 'UTC')}",
             "s.first_ts < {end:DateTime64(3, 'UTC')}",
             *(f"({c})" for c in self._session_row_conditions),
         ]
-        if self.rolled_days:  # read from the rollups instead
-            where.append("s.session_day NOT IN {rolled_days:Array(Date)}")
         return " AND ".join(where)
 
     def _whole_sessions(self) -> str:
@@ -543,7 +662,6 @@ class QueryScope:
         )
 
     def _sessions_from_table(self, extra: dict[str, Dimension]) -> str:
-        self._bind_edges()
         t0, t1 = "{start:DateTime64(3, 'UTC')}", "{end:DateTime64(3, 'UTC')}"
         pv, ev = "s.pageviews", "s.events"
         source = "sessions AS s FINAL"
@@ -559,22 +677,18 @@ class QueryScope:
             source += f" LEFT JOIN ({dropped}) AS n ON n.k = {session_key('s.')}"
             pv, ev = "s.pageviews - n.pv", "s.events - n.ev"
         elif self._event_conditions:  # page filters: the sessions with a matching page
-            days = "session_day BETWEEN {day0:Date} AND {day1:Date}"
-            if self.rolled_days:  # read from rolled_sessions instead
-                days += " AND session_day NOT IN {rolled_days:Array(Date)}"
             matching = (
                 f"SELECT {session_key()} AS k, sum(pageviews) AS pv, sum(events) AS ev "
-                f"FROM session_pages FINAL WHERE project_id = {{project:String}} AND {days} "
+                f"FROM session_pages FINAL WHERE project_id = {{project:String}} "
+                f"AND {self._days()} "
                 f"AND {self.event_filter} GROUP BY k"
             )
             source += f" INNER JOIN ({matching}) AS m ON m.k = {session_key('s.')}"
             pv, ev = "m.pv", "m.ev"
+        if self._edges is None:
+            raise RuntimeError("the session rows need QueryScope.load_edges first")
         if in_range:
             opv = oev = "toUInt64(0)"
-        elif self._edges is None:  # not loaded: join the crossing sessions' counts
-            outside = self._outside_sql(f"({self._crossing_sql()})")
-            source += f" LEFT JOIN ({outside}) AS o ON o.session_id = s.session_id"
-            opv, oev = "o.opv", "o.oev"
         else:
             crosses = f"(s.first_ts < {t0} OR s.last_ts >= {t1})"
             opv, oev = (
@@ -603,10 +717,14 @@ class QueryScope:
 
     def events_where(self) -> str:
         """WHERE for event-level queries: range, event filters, and (with session filters)
-        membership in a session that passes them."""
+        membership in a session that passes them (one with an event in the range: the
+        event's own condition asks that)."""
         where = f"{self.range_where} AND {self.event_filter}"
         if self.has_session_filters:
-            where += f" AND session_id IN (SELECT session_id FROM ({self.sessions()}))"
+            sessions = (
+                f"SELECT s.session_id FROM sessions AS s FINAL WHERE {self._session_rows_where()}"
+            )
+            where += f" AND session_id IN ({sessions})"
         return where
 
 
@@ -614,6 +732,11 @@ def _as_date(value: object) -> date:
     if isinstance(value, datetime):
         return value.date()
     return value if isinstance(value, date) else date.fromisoformat(str(value))
+
+
+def _as_utc(value: object) -> datetime:
+    moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 #: The figures of :data:`SESSION_AGGREGATES` but the visitors.

@@ -41,6 +41,8 @@ EVENT_HOURS_TABLE = "event_hours"  # per project and hour, by event time (migrat
 REPORT_EVENTS_TABLE = "report_events"
 #: The events copied into REPORT_EVENTS_TABLE (as in its materialized view).
 REPORT_EVENTS_WHERE = "name != 'page_view' OR notEmpty(properties)"
+#: The sessions with an event outside the day of their start and the next (migrations/012).
+LONG_SESSIONS_TABLE = "long_sessions"
 #: Every table that holds rows of a project (the rollups' tables: svc.storage.rollups).
 PROJECT_TABLES = (
     EVENTS_TABLE,
@@ -48,6 +50,7 @@ PROJECT_TABLES = (
     SESSION_PAGES_TABLE,
     EVENT_HOURS_TABLE,
     REPORT_EVENTS_TABLE,
+    LONG_SESSIONS_TABLE,
     "session_rollups",
     "rolled_sessions",
     "rollup_days",
@@ -287,7 +290,7 @@ class EventStore:
         For events that did not go through the materialized view with a correct
         ``session_start`` (stored before the sessions table existed, or imported): a session
         is keyed by the day of its first event here. Not for use while that project ingests.
-        Its (session, page) rows are rebuilt too.
+        Its (session, page) rows and its long sessions are rebuilt too.
         """
         client = self.client
         where, params = self._clear(SESSIONS_TABLE, project_id)
@@ -301,6 +304,15 @@ class EventStore:
             settings={"max_bytes_before_external_group_by": 500_000_000},
         )
         self.rebuild_session_pages(project_id, day="toDate(min(ts))")
+        # keyed as the sessions above, by the day of their first event
+        where, params = self._clear(LONG_SESSIONS_TABLE, project_id)
+        client.command(
+            f"INSERT INTO {LONG_SESSIONS_TABLE} SELECT project_id, toDate(min(ts)) AS day, "
+            f"session_id, min(ts), max(ts) FROM {EVENTS_TABLE} WHERE {where} "
+            "GROUP BY project_id, session_id HAVING toDate(max(ts)) > day + 1",
+            parameters=params,
+            settings={"max_bytes_before_external_group_by": 500_000_000},
+        )
 
     def rebuild_session_pages(self, project_id: str | None = None, *, day: str) -> None:
         """Write the ``session_pages`` table anew from the stored events, of one project or

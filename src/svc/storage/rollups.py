@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 from svc.schema.dimensions import DIMENSIONS
 from svc.storage.events import EventStore
@@ -82,11 +83,61 @@ GROUP BY dimension_name, p.value
 """
 
 
-#: The events of the sessions of a day: from a day before its start to a day after it (the
-#: margin of svc.queries.scope.EDGE).
-_DAY_EVENTS = """project_id = {project:String}
-    AND ts >= {day:Date} - INTERVAL 1 DAY AND ts < {day:Date} + INTERVAL 2 DAY
-    AND toDate(session_start) = {day:Date}"""
+def _day_events(long: bool) -> str:
+    """The events of the sessions of a day: from a day before its start to a day after it,
+    and with ``long`` those of its long sessions (``{long_ids}``: storage/migrations/012)
+    from ``{long0}`` to ``{long1}``, their first and last events outside those days."""
+    near = "ts >= {day:Date} - INTERVAL 1 DAY AND ts < {day:Date} + INTERVAL 2 DAY"
+    if long:
+        near = (
+            f"(({near}) OR (session_id IN {{long_ids:Array(UInt64)}} "
+            "AND ts >= {long0:DateTime64(3, 'UTC')} AND ts <= {long1:DateTime64(3, 'UTC')}))"
+        )
+    return f"project_id = {{project:String}} AND {near} AND toDate(session_start) = {{day:Date}}"
+
+
+def _event_day_sqls(long: bool) -> tuple[str, ...]:
+    """The statements that roll up a day from the events of its sessions (the event names,
+    the custom properties, the hostnames); with ``long``, for a day with long sessions."""
+    day_events = _day_events(long)
+    # The event dimension: per name the events but page views of the day's sessions (from
+    # the report events; the page views are rolled up from the sessions: _EVENT_DAY_SQL).
+    other_events = _per_value_sql(
+        "'event'",
+        "SELECT session_id, toString(name) AS value, 0 AS pv, count() AS ev FROM report_events "
+        f"WHERE {day_events} AND name != 'page_view' GROUP BY session_id, value",
+    )
+    # The custom properties of the events of a day's sessions, one row per (session, key,
+    # value): the events with that value of the key, page views among them.
+    property_rows = f"""
+SELECT session_id, key, value, countIf(name = 'page_view') AS pv, count() AS ev
+FROM report_events ARRAY JOIN mapKeys(properties) AS key, mapValues(properties) AS value
+WHERE {day_events} AND notEmpty(properties)
+GROUP BY session_id, key, value"""
+    # The keys with more values that day than the rollups hold (``{max_values}``).
+    skipped_keys = (
+        f"SELECT key FROM ({property_rows}) GROUP BY key "
+        "HAVING uniqExact(value) > {max_values:UInt64}"
+    )
+    # Custom properties: per key and value, as a breakdown by ``prop:<key>`` counts them (the
+    # events that carry the key); a key with too many values that day is named in a
+    # ``prop-skipped`` row instead, and its breakdown reads that day from the events.
+    properties = _per_value_sql(
+        "concat('prop:', p.key)", property_rows, where=f"p.key NOT IN ({skipped_keys})"
+    )
+    skipped_properties = f"""
+INSERT INTO session_rollups (project_id, dimension, session_day, value, version)
+SELECT {{project:String}}, 'prop-skipped', {{day:Date}}, key, {{version:UInt64}}
+FROM ({skipped_keys})
+"""
+    # The hostname: per hostname, the events of the day's sessions on it.
+    hostnames = _per_value_sql(
+        "'hostname'",
+        "SELECT session_id, toString(hostname) AS value, countIf(name = 'page_view') AS pv, "
+        f"count() AS ev FROM events WHERE {day_events} GROUP BY session_id, value",
+    )
+    return other_events, hostnames, properties, skipped_properties
+
 
 #: The page dimension: one row per page with page views that day (a page breakdown counts
 #: page views only).
@@ -97,7 +148,7 @@ _PAGE_DAY_SQL = _per_value_sql(
 )
 
 #: The event dimension: the page views of the sessions that day (``page_view``, from the
-#: sessions), and per name the other events of those sessions (from the report events).
+#: sessions); the other events of those sessions are rolled up by _event_day_sqls.
 _EVENT_DAY_SQL = """
 INSERT INTO session_rollups
 SELECT {project:String}, 'event', {day:Date}, 'page_view',
@@ -108,43 +159,15 @@ FROM sessions FINAL
 WHERE project_id = {project:String} AND session_day = {day:Date} AND pageviews > 0
 HAVING count() > 0
 """
-_OTHER_EVENTS_DAY_SQL = _per_value_sql(
-    "'event'",
-    "SELECT session_id, toString(name) AS value, 0 AS pv, count() AS ev FROM report_events "
-    f"WHERE {_DAY_EVENTS} AND name != 'page_view' GROUP BY session_id, value",
-)
 
-#: The custom properties of the events of a day's sessions, one row per (session, key, value):
-#: the events with that value of the key, page views among them.
-_PROPERTY_ROWS = f"""
-SELECT session_id, key, value, countIf(name = 'page_view') AS pv, count() AS ev
-FROM report_events ARRAY JOIN mapKeys(properties) AS key, mapValues(properties) AS value
-WHERE {_DAY_EVENTS} AND notEmpty(properties)
-GROUP BY session_id, key, value"""
+#: _event_day_sqls for a day without long sessions, and for one with them.
+_EVENT_DAY_SQLS = {False: _event_day_sqls(False), True: _event_day_sqls(True)}
 
-#: The keys with more values that day than the rollups hold (``{max_values}``).
-_SKIPPED_KEYS = (
-    f"SELECT key FROM ({_PROPERTY_ROWS}) GROUP BY key "
-    "HAVING uniqExact(value) > {max_values:UInt64}"
-)
-
-#: Custom properties: per key and value, as a breakdown by ``prop:<key>`` counts them (the
-#: events that carry the key); a key with too many values that day is named in a
-#: ``prop-skipped`` row instead, and its breakdown reads that day from the events.
-_PROPERTY_DAY_SQL = _per_value_sql(
-    "concat('prop:', p.key)", _PROPERTY_ROWS, where=f"p.key NOT IN ({_SKIPPED_KEYS})"
-)
-_SKIPPED_PROPERTIES_DAY_SQL = f"""
-INSERT INTO session_rollups (project_id, dimension, session_day, value, version)
-SELECT {{project:String}}, 'prop-skipped', {{day:Date}}, key, {{version:UInt64}}
-FROM ({_SKIPPED_KEYS})
-"""
-
-#: The hostname: per hostname, the events of the day's sessions on it.
-_HOSTNAME_DAY_SQL = _per_value_sql(
-    "'hostname'",
-    "SELECT session_id, toString(hostname) AS value, countIf(name = 'page_view') AS pv, "
-    f"count() AS ev FROM events WHERE {_DAY_EVENTS} GROUP BY session_id, value",
+#: A day's long sessions: their ids, and their first and last events outside the day and the
+#: next (storage/migrations/012).
+_LONG_SESSIONS_SQL = (
+    "SELECT session_id, min(first_ts), max(last_ts) FROM long_sessions "
+    "WHERE project_id = {project:String} AND session_day = {day:Date} GROUP BY session_id"
 )
 
 
@@ -230,20 +253,26 @@ class Rollups:
 
     def compute(self, project_id: str, day: date, version: int) -> None:
         """(Re)compute one day of one project under ``version``, then make it current."""
-        params = {
+        params: dict[str, Any] = {
             "project": project_id,
             "day": day,
             "version": version,
             "max_values": self.store.settings.rollup_max_property_values,
         }
+        # A session that goes on for days has events beyond the day after its own.
+        long = self.store.query(_LONG_SESSIONS_SQL, params)
+        if long:
+            params.update(
+                long_ids=[int(r[0]) for r in long],
+                long0=min(_as_utc(r[1]) for r in long).replace(tzinfo=None),
+                long1=max(_as_utc(r[2]) for r in long).replace(tzinfo=None),
+            )
         with self.store.write_lock:  # never between an insert's tables (EventStore.write_lock)
             self.store.client.command(self._sql, parameters=params)
             self.store.client.command(_PAGE_DAY_SQL, parameters=params)
             self.store.client.command(_EVENT_DAY_SQL, parameters=params)
-            self.store.client.command(_OTHER_EVENTS_DAY_SQL, parameters=params)
-            self.store.client.command(_HOSTNAME_DAY_SQL, parameters=params)
-            self.store.client.command(_PROPERTY_DAY_SQL, parameters=params)
-            self.store.client.command(_SKIPPED_PROPERTIES_DAY_SQL, parameters=params)
+            for sql in _EVENT_DAY_SQLS[bool(long)]:
+                self.store.client.command(sql, parameters=params)
             self.store.client.command(_SESSIONS_DAY_SQL, parameters=params)
             self.store.client.command(_PATHS_DAY_SQL, parameters=params)
         self.store.client.command(
