@@ -6,7 +6,8 @@ run on one host (absolute figures differ between hosts; the comparison holds).
 
 Each round starts a fresh server from tree A, then one from tree B (``PYTHONPATH=<tree>/src``),
 sends POST /analytics with wrk (single events and batches of 100, 32 connections, fsync on),
-and records events/s and latency p50/p99. Prints the medians per tree and the ratio B/A.
+and records events/s, latency p50/p99 and the server's CPU time per event (the figure to
+trust when the host has other load). Prints the medians per tree and the ratio B/A.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import ingest_load
-from _common import SvcServer, busy_elsewhere, machine
+from _common import SvcServer, busy_elsewhere, cpu_seconds, machine
 
 
 def one_round(tree: Path, workdir: Path, batch: int, duration: float) -> dict[str, float]:
@@ -32,10 +33,19 @@ def one_round(tree: Path, workdir: Path, batch: int, duration: float) -> dict[st
         argv = ["--url", server.url, "--key", key, "--connections", "32"]
         argv += ["--batch", str(batch if batch > 1 else 0)]
         ingest_load.run([*argv, "--duration", "2"])  # warm-up
+        cpu_before = cpu_seconds(server.pid)
         result = ingest_load.run([*argv, "--duration", str(duration)])
+        cpu = cpu_seconds(server.pid) - cpu_before
     finally:
         server.stop()
-    return {"events_per_s": result.events_per_s, "p50_ms": result.p50_ms, "p99_ms": result.p99_ms}
+    events = result.events_per_s * result.duration_s
+    return {
+        "events_per_s": result.events_per_s,
+        "p50_ms": result.p50_ms,
+        "p99_ms": result.p99_ms,
+        # the server's CPU per event: far less sensitive than rates to other load on the host
+        "cpu_us_per_event": cpu / events * 1e6 if events else 0.0,
+    }
 
 
 def main() -> None:

@@ -1,6 +1,7 @@
 """The spool's record format: framed, checksummed groups of JSONEachRow lines.
 
-A segment is a sequence of records, one per request whose events were appended::
+A segment is a sequence of records, one per group commit (the requests that shared one
+fsync, whose answers all wait for it)::
 
     magic   4 bytes   b"\\xa5SV1"
     length  u32 LE    bytes of the payload

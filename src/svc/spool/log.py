@@ -1,9 +1,9 @@
 """The durable spool: a write-ahead log of event rows on disk, with group commit.
 
 Request handlers call :meth:`Spool.append` with ready-made JSONEachRow lines and await it; the
-writer task frames each request's lines as one checksummed record (:mod:`svc.spool.frames`),
-writes everything waiting, makes it durable with one ``fdatasync`` and only then releases every
-waiting request. Requests that arrive during an fsync form the next group.
+writer task frames the lines of every request waiting as one checksummed record
+(:mod:`svc.spool.frames`), writes it, makes it durable with one ``fdatasync`` and only then
+releases every waiting request. Requests that arrive during an fsync form the next group.
 
 A write or fsync that fails (a full disk, an I/O error) is undone before anyone is answered:
 the segment is truncated back to its last good record and closed, and every request of the
@@ -242,12 +242,13 @@ class Spool:
                 return
 
     def _write(self, batch: list[tuple[bytes, int]], events: int, oldest_ms: int) -> None:
-        """Append one record per request and make them durable, or leave the segment as it
-        was before (truncated back, then closed) and raise OSError."""
+        """Append the group's record and make it durable, or leave the segment as it was
+        before (truncated back, then closed) and raise OSError."""
         if self._fd is None:
             self._open_new()
         assert self._fd is not None
-        data = b"".join([frame(payload, n) for payload, n in batch])
+        # One record per group: its requests share the fsync, and fail or succeed together.
+        data = frame(b"".join([payload for payload, _ in batch]), events)
         start = self._open_bytes
         try:
             view = memoryview(data)
