@@ -104,3 +104,41 @@ def test_invalid_utf8_bodies_on_projects_are_400(server: Server) -> None:
         r = httpx.request(method, url, content=body, headers=headers)
         body_json = is_error(r, 400, "body")
         assert "UTF-8" in body_json["error"]["message"]
+
+
+def test_a_lone_surrogate_costs_its_event_only(server: Server) -> None:
+    """JSON allows an escaped unpaired UTF-16 surrogate, which no text can hold: the event
+    with one is refused naming its field, the batch's other events are stored."""
+    project = server.create_project("surrogate")
+    key = project["keys"]["secret"]
+    body = (
+        b'[{"event":"page_view","url":"/ok1"},'
+        b'{"event":"page_view","url":"/bad","properties":{"who":"\\ud800"}},'
+        b'{"event":"page_view","url":"/ok2"}]'
+    )
+    r = httpx.post(
+        server.url + "/analytics",
+        content=body,
+        headers={
+            "Authorization": f"Bearer {key}",
+            "Content-Type": "application/json",
+            "User-Agent": BROWSER_UA,
+        },
+    )
+    assert r.status_code == 200, r.text
+    doc = r.json()
+    assert doc["accepted"] == 2
+    (rejected,) = doc["rejected"]
+    assert rejected["index"] == 1 and "properties.who" in rejected["error"]["message"]
+    single = httpx.post(
+        server.url + "/analytics",
+        content=b'{"event":"\\udc00x","url":"/"}',
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
+    assert single.status_code == 400 and "`event`" in single.json()["error"]["message"]
+    broken = httpx.post(
+        server.url + "/analytics",
+        content=b'[{"event":"\\ud800","url":"/"},',
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
+    assert broken.status_code == 400 and broken.json()["error"]["code"] == "invalid_request"

@@ -6,6 +6,7 @@ validated on its own so that a batch keeps its valid events; every error names i
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -62,7 +63,7 @@ def decode_body(data: bytes, max_events: int) -> Body:
     except (msgspec.ValidationError, UnicodeDecodeError) as exc:
         doc = _decode_events(data, exc)
     except msgspec.DecodeError as exc:
-        raise InvalidRequest(f"the body is not valid JSON: {exc}", field="body") from exc
+        doc = _decode_with_lone_surrogates(data, exc)
     except RecursionError as exc:  # msgspec's nesting bound (docs/limits.md): 400, not 500
         raise InvalidRequest("the body is nested too deeply", field="body") from exc
     if isinstance(doc, list):
@@ -133,6 +134,70 @@ def _decode_events(data: bytes, exc: Exception) -> Any:
     if isinstance(exc, UnicodeDecodeError):
         raise InvalidRequest("the body holds invalid UTF-8", field="body") from exc
     raise InvalidRequest(f"the body is not valid JSON: {exc}", field="body") from exc
+
+
+def _decode_with_lone_surrogates(data: bytes, exc: msgspec.DecodeError) -> Any:
+    """JSON's grammar allows an escaped lone UTF-16 surrogate (``"\\ud800"``), which msgspec
+    refuses as malformed, and no text can hold. Such a body is read by the standard library
+    (only on this error path), and each event holding one stands as an :class:`Undecodable`
+    naming the field; any other malformed JSON stays a 400 for the whole body."""
+    if b"\\u" not in data:
+        raise InvalidRequest(f"the body is not valid JSON: {exc}", field="body") from exc
+    try:
+        doc = json.loads(data, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as error:
+        raise InvalidRequest(f"the body is not valid JSON: {exc}", field="body") from error
+    if isinstance(doc, dict) and isinstance(doc.get("events"), list) and "event" not in doc:
+        return {**doc, "events": [_without_surrogates(e) for e in doc["events"]]}
+    if isinstance(doc, list):
+        return [_without_surrogates(e) for e in doc]
+    return _without_surrogates(doc)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _without_surrogates(event: Any) -> Any:
+    """``event``, or an :class:`Undecodable` naming the first field that holds a lone
+    surrogate (``properties.<key>`` inside the properties; ``event`` for a field name)."""
+    where = _surrogate_at(event, "")
+    if where is None:
+        return event
+    field = where.split(".", 2)
+    name = ".".join(field[:2]) if field[0] == "properties" else field[0]
+    return Undecodable(
+        InvalidRequest(
+            f"`{name}` holds an unpaired UTF-16 surrogate, which no text can hold",
+            field=name or "event",
+        )
+    )
+
+
+def _surrogate_at(value: Any, path: str) -> str | None:
+    if isinstance(value, str):
+        return path if _has_surrogate(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if _has_surrogate(key):
+                return "event"
+            found = _surrogate_at(item, f"{path}.{key}" if path else key)
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for item in value:
+            found = _surrogate_at(item, path)
+            if found is not None:
+                return found
+    return None
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _decode_event(raw: msgspec.Raw) -> Any:
