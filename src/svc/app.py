@@ -103,7 +103,7 @@ def create_app(settings: Settings) -> Starlette:
 
 
 async def openapi(request: Request) -> Response:
-    return json_response(openapi_document())
+    return json_response(openapi_document(request.app.state.settings))
 
 
 async def http_exception(request: Request, exc: Exception) -> Response:

@@ -1,38 +1,373 @@
 """The OpenAPI 3.1 document served at /openapi.json.
 
-Built by hand from small pieces so it says exactly what the handlers do; a test checks that
-every route of the app is documented and nothing else is.
+Its schemas are generated from types (``msgspec.json.schema_components``): the event from
+:class:`svc.schema.wire.RawEvent`, whose limits are the validator's, and every answer from the
+types below, which tests check real answers against (tests/test_openapi.py). The paths are
+written here, with what each operation does; their limits come from the settings and from the
+modules that enforce them, their dimensions and operators from the query side. A test checks
+that every route of the app is documented and nothing else is.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from datetime import date, datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import UNSET, Meta, Struct, UnsetType
 
 from svc import __version__
+from svc.http.projects import NAME as PROJECT_NAME
+from svc.queries.breakdown import MAX_OFFSET
+from svc.queries.filters import OPERATORS
+from svc.schema.dimensions import DIMENSIONS
+from svc.schema.wire import RawEvent
+from svc.settings import Settings
 
 JSON = "application/json"
+#: A time of the API: ISO 8601 in UTC (``2026-11-24T14:28:45Z``).
+Timestamp = Annotated[datetime, Meta(tz=True)]
+#: A share, with one decimal and a percent sign.
+Percent = Annotated[str, Meta(pattern=r"^[0-9]+\.[0-9]%$", examples=["42.5%"])]
+
+
+def _camel(name: str) -> str | None:
+    """The JSON name of a field: camelCase (``from_`` is ``from``)."""
+    head, *rest = name.rstrip("_").split("_")
+    return head + "".join(word.title() for word in rest)
+
+
+class Doc(Struct, rename=_camel, kw_only=True):
+    """A type of the document: camelCase names, absent optional fields."""
+
+
+# errors and acknowledgements ----------------------------------------------------------------
+
+
+class ErrorDetail(Doc):
+    code: Annotated[str, Meta(description="snake_case.", examples=["invalid_request"])]
+    message: Annotated[str, Meta(description="For a person.")]
+    field: (
+        Annotated[str, Meta(description="The field or parameter at fault (400).")] | UnsetType
+    ) = UNSET
+
+
+class Error(Doc):
+    """Every error: ``{"ok": false, "error": {"code", "message"}}``."""
+
+    ok: Literal[False]
+    error: ErrorDetail
+
+
+class Rejected(Doc):
+    index: Annotated[int, Meta(description="The event's place in the batch, from 0.")]
+    error: ErrorDetail
+
+
+class Ack(Doc):
+    """Events stored (or dropped on purpose: see the X-Svc-Dropped header)."""
+
+    ok: Literal[True]
+    ts: Annotated[int, Meta(description="Server time, ms since the epoch.")]
+    accepted: Annotated[int, Meta(description="Batches: events stored.")] | UnsetType = UNSET
+    dropped: (
+        Annotated[int, Meta(description="Batches: events dropped on purpose (bots, duplicates).")]
+        | UnsetType
+    ) = UNSET
+    rejected: (
+        Annotated[list[Rejected], Meta(description="Batches: the events refused, and why.")]
+        | UnsetType
+    ) = UNSET
+
+
+# reports ------------------------------------------------------------------------------------
+
+
+class Metrics(Doc):
+    """The aggregate of a range."""
+
+    pageviews: int
+    sessions: int
+    bounce_rate: Percent
+    traffic_sources: Annotated[
+        dict[str, int],
+        Meta(description="Sessions by source.", examples=[{"direct": 10, "google": 4}]),
+    ]
+    visitors: int | UnsetType = UNSET
+    events: int | UnsetType = UNSET
+    bounces: int | UnsetType = UNSET
+    avg_session_duration: Annotated[float, Meta(description="Seconds.")] | UnsetType = UNSET
+    views_per_session: float | UnsetType = UNSET
+    from_: date | UnsetType = UNSET
+    to: date | UnsetType = UNSET
+    timezone: str | UnsetType = UNSET
+    project_id: str | UnsetType = UNSET
+
+
+class SessionRow(Doc):
+    """The session figures of one value (a breakdown) or one time (a series)."""
+
+    visitors: int
+    sessions: int
+    pageviews: int
+    events: int
+    bounce_rate: str
+    avg_session_duration: Annotated[float, Meta(description="Seconds.")]
+    value: str | UnsetType = UNSET
+
+
+class Point(SessionRow, kw_only=True):
+    time: str
+
+
+class Timeseries(Doc):
+    interval: str
+    points: list[Point]
+
+
+class Breakdown(Doc):
+    by: str
+    rows: list[SessionRow]
+    total_rows: Annotated[int, Meta(description="Rows in all, past `limit` and `offset`.")]
+
+
+class PageVisitors(Doc):
+    value: str
+    visitors: int
+
+
+class Realtime(Doc):
+    visitors: int
+    pages: list[PageVisitors]
+
+
+class Goal(Doc):
+    goal: str
+    visitors: int
+    events: int
+    conversion_rate: str
+
+
+class Goals(Doc):
+    visitors: int
+    goals: list[Goal]
+
+
+class FunnelStep(Doc):
+    step: str
+    visitors: int
+    conversion_rate: str
+    drop_off: int
+    drop_off_rate: str
+
+
+class Funnel(Doc):
+    window_seconds: int
+    steps: list[FunnelStep]
+
+
+class CurrencyRevenue(Doc):
+    currency: str
+    revenue: float
+    orders: int
+    average_order_value: float
+
+
+class ItemRevenue(Doc):
+    item_id: str
+    currency: str
+    quantity: float
+    revenue: float
+
+
+class Revenue(Doc):
+    currencies: list[CurrencyRevenue]
+    top_items: list[ItemRevenue]
+
+
+class ErrorDescription(Doc):
+    description: str
+    count: int
+    fatal: int
+    visitors: int
+
+
+class PageCount(Doc):
+    value: str
+    count: int
+
+
+class Errors(Doc):
+    errors: int
+    fatal: int
+    fatal_share: str
+    top: list[ErrorDescription]
+    pages: list[PageCount]
+
+
+class PropertyKey(Doc):
+    key: str
+    events: int
+
+
+class PropertyValue(Doc):
+    value: str
+    events: int
+    visitors: int
+
+
+class Properties(Doc):
+    """The keys, or with `key` the values of one key."""
+
+    keys: list[PropertyKey] | UnsetType = UNSET
+    values: list[PropertyValue] | UnsetType = UNSET
+
+
+# projects and keys --------------------------------------------------------------------------
+
+
+class ProjectOptions(Doc):
+    exclude_addresses: list[str] | UnsetType = UNSET
+    exclude_paths: list[str] | UnsetType = UNSET
+    only_own_domains: bool | UnsetType = UNSET
+    monthly_quota: (
+        Annotated[
+            int | None,
+            Meta(
+                description="Admin token only: the project's own events a month "
+                "(0: unlimited; null: its plan's). See docs/limits.md."
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
+
+
+class Project(Doc):
+    id: Annotated[str, Meta(examples=["svc_proj_acme"])] | UnsetType = UNSET
+    name: str | UnsetType = UNSET
+    timezone: str | UnsetType = UNSET
+    domains: list[str] | UnsetType = UNSET
+    plan: str | UnsetType = UNSET
+    options: dict[str, Any] | UnsetType = UNSET
+    created_at: Timestamp | UnsetType = UNSET
+    updated_at: Timestamp | UnsetType = UNSET
+
+
+class ProjectInput(Doc):
+    name: Annotated[str, Meta(pattern=PROJECT_NAME.pattern)] | UnsetType = UNSET
+    timezone: Annotated[str, Meta(description="An IANA time zone.")] = "UTC"
+    domains: list[str] | UnsetType = UNSET
+    options: ProjectOptions | UnsetType = UNSET
+    plan: (
+        Annotated[
+            str,
+            Meta(
+                description="Admin token only: a plan of SVC_PLANS (free, pro, business, "
+                "unlimited by default)."
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
+
+
+class Projects(Doc):
+    projects: list[Project]
+
+
+KeyKind = Literal["public", "secret", "share"]
+
+
+class Key(Doc):
+    id: str | UnsetType = UNSET
+    kind: KeyKind | UnsetType = UNSET
+    scopes: list[Literal["ingest", "read", "manage"]] | UnsetType = UNSET
+    hint: str | UnsetType = UNSET
+    name: str | UnsetType = UNSET
+    created_at: Timestamp | UnsetType = UNSET
+    last_used_at: Timestamp | UnsetType | None = UNSET
+    revoked_at: Timestamp | UnsetType | None = UNSET
+    expires_at: Timestamp | UnsetType | None = UNSET
+    key: Annotated[str, Meta(description="The clear key: only when it is made.")] | UnsetType = (
+        UNSET
+    )
+
+
+class KeyInput(Doc):
+    kind: KeyKind | UnsetType = UNSET
+
+
+class Keys(Doc):
+    keys: list[Key]
+
+
+class Health(Doc):
+    """Readiness and diagnostics (nothing secret)."""
+
+    ready: bool
+    status: Literal["ok", "degraded", "down"]
+    pipeline: dict[str, Any] | UnsetType = UNSET
+    store: dict[str, Any] | UnsetType = UNSET
+    metadata: dict[str, Any] | UnsetType = UNSET
+    node: dict[str, Any] | UnsetType = UNSET
+
+
+#: The types of the document's schemas, by their names in it.
+TYPES: dict[str, type[Struct]] = {
+    "Event": RawEvent,
+    **{
+        t.__name__: t
+        for t in (
+            Error,
+            Ack,
+            Metrics,
+            Timeseries,
+            Breakdown,
+            Realtime,
+            Goals,
+            Funnel,
+            Revenue,
+            Errors,
+            Properties,
+            Project,
+            ProjectInput,
+            Projects,
+            Key,
+            KeyInput,
+            Keys,
+            Health,
+        )
+    },
+}
+
+
+def schemas() -> dict[str, Any]:
+    """The document's schemas, generated from :data:`TYPES` (and the types they hold)."""
+    out: dict[str, Any] = msgspec.json.decode(_schemas())  # a copy of its own each time
+    return out
+
+
+@functools.cache
+def _schemas() -> bytes:
+    _, components = msgspec.json.schema_components(
+        list(TYPES.values()), ref_template="#/components/schemas/{name}"
+    )
+    event = components.pop("RawEvent")
+    event["title"] = "Event"
+    components["Event"] = event
+    return msgspec.json.encode(components)
+
+
+# the paths ----------------------------------------------------------------------------------
 
 
 def _ref(name: str) -> dict[str, str]:
+    assert name in TYPES, name
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
-    return {"description": description, "content": {JSON: {"schema": schema}}}
-
-
-def _errors(*statuses: int) -> dict[str, Any]:
-    text = {
-        400: "Invalid request; `error.field` names the field.",
-        401: "Missing (`missing_api_key`) or invalid (`invalid_api_key`) credential.",
-        403: "Valid credential used for another project or outside its scopes (`forbidden`).",
-        404: "No such resource (`not_found`).",
-        409: "Conflict with an existing resource (`conflict`).",
-        413: "Body over 1 MiB or batch over 1,000 events (`payload_too_large`).",
-        429: "Rate limit (`rate_limited`) or monthly quota (`quota_exceeded`); see Retry-After.",
-        503: "Events cannot be stored right now (`unavailable`); see Retry-After.",
-    }
-    return {str(s): _json(_ref("Error"), text[s]) for s in statuses}
+def _json(name: str, description: str) -> dict[str, Any]:
+    return {"description": description, "content": {JSON: {"schema": _ref(name)}}}
 
 
 def _param(
@@ -63,247 +398,289 @@ RANGE_PARAMS = [
     _param("tz", "query", "IANA time zone of the days. Default: the project's."),
     _param("projectId", "query", "The project; required with the admin token, else the key's own."),
 ]
+FILTER = _param(
+    "filter",
+    "query",
+    "Repeatable, all must hold: <dimension>:<op>:<value>; ops "
+    f"{', '.join(OPERATORS)} (is and is_not take alternatives separated by |; matches and "
+    f"not_matches: RE2). Dimensions: {', '.join(DIMENSIONS)}, prop:<key>.",
+)
+PREFLIGHT = {"summary": "CORS preflight", "responses": {"204": {"description": "Allowed."}}}
 
 
-def _schemas() -> dict[str, Any]:
-    scalar = {"type": ["string", "number", "boolean", "null"]}
+def _errors(settings: Settings, *statuses: int) -> dict[str, Any]:
+    text = {
+        400: "Invalid request; `error.field` names the field.",
+        401: "Missing (`missing_api_key`) or invalid (`invalid_api_key`) credential.",
+        403: "Valid credential used for another project or outside its scopes (`forbidden`).",
+        404: "No such resource (`not_found`).",
+        409: "Conflict with an existing resource (`conflict`).",
+        413: f"Body over {settings.max_body_bytes:,} bytes or batch over "
+        f"{settings.max_batch_events:,} events (`payload_too_large`).",
+        429: "Rate limit (`rate_limited`) or monthly quota (`quota_exceeded`); see Retry-After.",
+        503: "Events cannot be stored right now (`unavailable`); see Retry-After.",
+    }
+    return {str(s): _json("Error", text[s]) for s in statuses}
+
+
+def _analytics(settings: Settings, secured: list[dict[str, list[str]]]) -> dict[str, Any]:
+    batch = {
+        "type": "array",
+        "items": _ref("Event"),
+        "minItems": 1,
+        "maxItems": settings.max_batch_events,
+    }
     return {
-        "Error": {
-            "type": "object",
-            "required": ["ok", "error"],
-            "properties": {
-                "ok": {"const": False},
-                "error": {
-                    "type": "object",
-                    "required": ["code", "message"],
-                    "properties": {
-                        "code": {"type": "string", "examples": ["invalid_request"]},
-                        "message": {"type": "string"},
-                        "field": {"type": "string"},
+        "post": {
+            "summary": "Ingest one event or a batch",
+            "description": 'Body: an event, an array of events, or {"events": [...]}, of at '
+            f"most {settings.max_body_bytes:,} bytes. A 200 means the events are on disk. "
+            "Browsers may send a public key as `?key=` with a text/plain body.",
+            "security": [*secured, {"queryKey": []}],
+            "parameters": [_param("key", "query", "A public key (browsers only).")],
+            "requestBody": {
+                "required": True,
+                "content": {
+                    JSON: {
+                        "schema": {
+                            "oneOf": [
+                                _ref("Event"),
+                                batch,
+                                {
+                                    "type": "object",
+                                    "required": ["events"],
+                                    "properties": {"events": batch},
+                                },
+                            ]
+                        }
                     },
+                    "text/plain": {"schema": {"type": "string"}},
                 },
+            },
+            "responses": {
+                "200": _json("Ack", "Stored (or dropped on purpose: see X-Svc-Dropped)."),
+                **_errors(settings, 400, 401, 403, 413, 429, 503),
             },
         },
-        "Event": {
-            "type": "object",
-            "required": ["event", "url"],
-            "properties": {
-                "event": {
-                    "type": "string",
-                    "minLength": 1,
-                    "maxLength": 200,
-                    "examples": ["page_view"],
+        "options": PREFLIGHT,
+    }
+
+
+def _reports(settings: Settings, secured: list[dict[str, list[str]]]) -> dict[str, Any]:
+    scoped = [*RANGE_PARAMS, FILTER]
+    limit = _param("limit", "query", "Most rows (1-1000).", type="integer")
+
+    def get(summary: str, params: list[dict[str, Any]], answer: str) -> dict[str, Any]:
+        return {
+            "get": {
+                "summary": summary,
+                "security": secured,
+                "parameters": params,
+                "responses": {
+                    "200": _json(answer, summary),
+                    **_errors(settings, 400, 401, 403, 404, 429),
                 },
-                "url": {"type": "string", "maxLength": 2048, "description": "Full URL or path."},
-                "sessionId": {
-                    "type": "string",
-                    "maxLength": 128,
-                    "description": "Client-owned session; derived when absent.",
+            }
+        }
+
+    metrics = get(
+        "Aggregate page views, sessions, bounce rate and traffic sources",
+        [
+            *scoped,
+            _param("compare", "query", "previous_period or previous_year: adds `compare`."),
+        ],
+        "Metrics",
+    )
+    return {
+        "/metrics": {**metrics, "options": PREFLIGHT},
+        "/metrics/timeseries": get(
+            "Time series by hour, day, week or month, zero-filled",
+            [*scoped, _param("interval", "query", "hour, day (default), week or month.")],
+            "Timeseries",
+        ),
+        "/metrics/breakdown": get(
+            "Metrics per value of a dimension",
+            [
+                *scoped,
+                _param("by", "query", "The dimension (see `filter`).", True),
+                limit,
+                _param(
+                    "offset",
+                    "query",
+                    f"Rows to skip (0-{MAX_OFFSET:,}).",
+                    type="integer",
+                    minimum=0,
+                    maximum=MAX_OFFSET,
+                ),
+                _param(
+                    "order",
+                    "query",
+                    "visitors, sessions, pageviews, events, bounceRate, avgSessionDuration "
+                    "or value; - for descending (default -visitors).",
+                ),
+            ],
+            "Breakdown",
+        ),
+        "/metrics/realtime": get(
+            "Visitors in the last 5 minutes and the pages they are on",
+            [_param("projectId", "query", "Admin token only."), limit],
+            "Realtime",
+        ),
+        "/metrics/goals": get(
+            "Conversions of goals: event:<name> or page:<pattern with *>",
+            [*scoped, _param("goal", "query", "Repeatable.", True)],
+            "Goals",
+        ),
+        "/metrics/funnel": get(
+            "A funnel of 2 to 8 steps completed in order within a window",
+            [
+                *scoped,
+                _param("step", "query", "Repeatable, 2-8, like goal.", True),
+                _param("window", "query", "Seconds (default 1800).", type="integer"),
+            ],
+            "Funnel",
+        ),
+        "/metrics/revenue": get(
+            "Revenue of purchase events per currency, and top items", [*scoped, limit], "Revenue"
+        ),
+        "/metrics/errors": get(
+            "Exception events: count, fatal share, top descriptions, pages",
+            [*scoped, limit],
+            "Errors",
+        ),
+        "/metrics/properties": get(
+            "Custom property keys, or the values of one key",
+            [*scoped, limit, _param("key", "query", "A property key: list its values.")],
+            "Properties",
+        ),
+    }
+
+
+def _projects(settings: Settings, secured: list[dict[str, list[str]]]) -> dict[str, Any]:
+    def op(summary: str, responses: dict[str, Any], **more: Any) -> dict[str, Any]:
+        return {"summary": summary, "security": secured, **more, "responses": responses}
+
+    def body(name: str, required: bool = True) -> dict[str, Any]:
+        return {"required": required, "content": {JSON: {"schema": _ref(name)}}}
+
+    return {
+        "/projects": {
+            "post": op(
+                "Create a project and its public and secret keys (admin token)",
+                {
+                    "201": _json(
+                        "Project", "The project, with `keys` {public, secret} in clear, once."
+                    ),
+                    **_errors(settings, 400, 401, 403, 409),
                 },
-                "projectId": {"type": "string", "description": "Must be the key's project."},
-                "properties": {
-                    "type": "object",
-                    "maxProperties": 50,
-                    "additionalProperties": scalar,
-                    "description": "Custom properties; `items` may be an array of flat "
-                    "objects (GA4 items).",
-                },
-                "referrer": {"type": "string"},
-                "ts": {
-                    "type": "integer",
-                    "description": "Client time (ms); 7 days back to 5 minutes ahead.",
-                },
-                "eventId": {
-                    "type": "string",
-                    "maxLength": 128,
-                    "description": "Idempotency id: stored once.",
-                },
-                "userAgent": {
-                    "type": "string",
-                    "description": "End user's user agent (secret key only).",
-                },
-                "ip": {
-                    "type": "string",
-                    "description": "End user's address (secret key only; never stored).",
-                },
-                "screen": {"type": "integer", "description": "Viewport width in pixels."},
-            },
+                requestBody=body("ProjectInput"),
+            ),
+            "get": op(
+                "List projects (admin: all; secret key: its own)",
+                {"200": _json("Projects", "The projects."), **_errors(settings, 401, 403)},
+            ),
         },
-        "Ack": {
-            "type": "object",
-            "required": ["ok", "ts"],
-            "properties": {
-                "ok": {"const": True},
-                "ts": {"type": "integer", "description": "Server time, ms since the epoch."},
-                "accepted": {"type": "integer", "description": "Batches: events stored."},
-                "dropped": {
-                    "type": "integer",
-                    "description": "Batches: events dropped on purpose (bots, duplicates).",
+        "/projects/{project_id}": {
+            "parameters": [PROJECT_ID],
+            "get": op(
+                "One project with its keys and this month's usage",
+                {"200": _json("Project", "The project."), **_errors(settings, 401, 403, 404)},
+            ),
+            "patch": op(
+                "Change timezone, domains, options (or plan, admin only)",
+                {
+                    "200": _json("Project", "The changed project."),
+                    **_errors(settings, 400, 401, 403, 404),
                 },
-                "rejected": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {"index": {"type": "integer"}, "error": {"type": "object"}},
-                    },
-                },
-            },
+                requestBody=body("ProjectInput"),
+            ),
+            "delete": op(
+                "Delete a project, its keys and events (admin token)",
+                {"200": {"description": "Deleted."}, **_errors(settings, 401, 403, 404)},
+            ),
         },
-        "Metrics": {
-            "type": "object",
-            "required": ["pageviews", "sessions", "bounceRate", "trafficSources"],
-            "properties": {
-                "pageviews": {"type": "integer"},
-                "sessions": {"type": "integer"},
-                "bounceRate": {
-                    "type": "string",
-                    "pattern": "^[0-9]+\\.[0-9]%$",
-                    "examples": ["42.5%"],
+        "/projects/{project_id}/keys": {
+            "parameters": [PROJECT_ID],
+            "get": op(
+                "List keys (never clear values)",
+                {"200": _json("Keys", "The keys."), **_errors(settings, 401, 403, 404)},
+            ),
+            "post": op(
+                "Create a key (public, secret or share)",
+                {
+                    "201": _json("Key", "The key, with `key` in clear, once."),
+                    **_errors(settings, 400, 401, 403, 404),
                 },
-                "trafficSources": {
-                    "type": "object",
-                    "additionalProperties": {"type": "integer"},
-                    "examples": [{"direct": 10, "google": 4}],
+                requestBody=body("KeyInput", required=False),
+            ),
+        },
+        "/projects/{project_id}/keys/{key_id}": {
+            "parameters": [PROJECT_ID, KEY_ID],
+            "delete": op(
+                "Revoke a key",
+                {"200": _json("Key", "The revoked key."), **_errors(settings, 401, 403, 404)},
+            ),
+        },
+        "/projects/{project_id}/keys/{key_id}/rotate": {
+            "parameters": [PROJECT_ID, KEY_ID],
+            "post": op(
+                "Replace a key: the new one is shown once, the old one is revoked",
+                {
+                    "201": _json("Key", "The new key, with `key` in clear and `replaces`."),
+                    **_errors(settings, 401, 403, 404, 409),
                 },
-                "visitors": {"type": "integer"},
-                "events": {"type": "integer"},
-                "bounces": {"type": "integer"},
-                "avgSessionDuration": {"type": "number", "description": "Seconds."},
-                "viewsPerSession": {"type": "number"},
-                "from": {"type": "string", "format": "date"},
-                "to": {"type": "string", "format": "date"},
-                "timezone": {"type": "string"},
-                "projectId": {"type": "string"},
-            },
-        },
-        "Project": {
-            "type": "object",
-            "properties": {
-                "id": {"type": "string", "examples": ["svc_proj_acme"]},
-                "name": {"type": "string"},
-                "timezone": {"type": "string"},
-                "domains": {"type": "array", "items": {"type": "string"}},
-                "plan": {"type": "string"},
-                "options": {"type": "object"},
-                "createdAt": {"type": "string", "format": "date-time"},
-                "updatedAt": {"type": "string", "format": "date-time"},
-            },
-        },
-        "ProjectInput": {
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,39}$"},
-                "timezone": {"type": "string", "default": "UTC"},
-                "domains": {"type": "array", "items": {"type": "string"}},
-                "options": {
-                    "type": "object",
-                    "properties": {
-                        "excludeAddresses": {"type": "array", "items": {"type": "string"}},
-                        "excludePaths": {"type": "array", "items": {"type": "string"}},
-                        "onlyOwnDomains": {"type": "boolean"},
-                        "monthlyQuota": {
-                            "type": ["integer", "null"],
-                            "minimum": 0,
-                            "description": "Admin token only: the project's own events a month "
-                            "(0: unlimited; null: its plan's). See docs/limits.md.",
-                        },
-                    },
-                },
-                "plan": {
-                    "type": "string",
-                    "description": "Admin token only: a plan of SVC_PLANS (free, pro, business, "
-                    "unlimited by default).",
-                },
-            },
-        },
-        "Key": {
-            "type": "object",
-            "properties": {
-                "id": {"type": "string"},
-                "kind": {"enum": ["public", "secret", "share"]},
-                "scopes": {"type": "array", "items": {"enum": ["ingest", "read", "manage"]}},
-                "hint": {"type": "string"},
-                "createdAt": {"type": "string", "format": "date-time"},
-                "lastUsedAt": {"type": ["string", "null"], "format": "date-time"},
-                "revokedAt": {"type": ["string", "null"], "format": "date-time"},
-                "key": {"type": "string", "description": "The clear key: only when it is made."},
-            },
-        },
-        "Health": {
-            "type": "object",
-            "properties": {
-                "ready": {"type": "boolean"},
-                "status": {"enum": ["ok", "degraded", "down"]},
-                "pipeline": {"type": "object"},
-                "store": {"type": "object"},
-                "metadata": {"type": "object"},
-                "node": {"type": "object"},
-            },
+            ),
         },
     }
 
 
-def _paths() -> dict[str, Any]:
+def _pages(settings: Settings) -> dict[str, Any]:
+    def html(summary: str, *params: dict[str, Any]) -> dict[str, Any]:
+        ok = {"description": "HTML.", "content": {"text/html": {"schema": {"type": "string"}}}}
+        return {"get": {"summary": summary, "parameters": list(params), "responses": {"200": ok}}}
+
+    return {
+        "/svc/js": {
+            "get": {
+                "summary": "The browser script",
+                "responses": {
+                    "200": {
+                        "description": "JavaScript.",
+                        "content": {"application/javascript": {"schema": {"type": "string"}}},
+                    }
+                },
+            },
+            "head": {
+                "summary": "The browser script's headers",
+                "responses": {"200": {"description": "Headers only."}},
+            },
+        },
+        "/": html("The dashboard (sign in with a secret key or the admin token)"),
+        "/dashboard": html("The dashboard"),
+        "/dashboard/assets/{path}": {
+            "get": {
+                "summary": "The dashboard's hashed, immutable assets",
+                "parameters": [_param("path", "path", "Asset file.", True)],
+                "responses": {"200": {"description": "A file."}, **_errors(settings, 404)},
+            }
+        },
+        "/share/{token}": html(
+            "A read-only public dashboard", _param("token", "path", "A share token.", True)
+        ),
+        "/openapi.json": {
+            "get": {
+                "summary": "This document",
+                "responses": {"200": {"description": "OpenAPI 3.1."}},
+            }
+        },
+    }
+
+
+def _paths(settings: Settings) -> dict[str, Any]:
     secured: list[dict[str, list[str]]] = [{"bearer": []}]
     return {
-        "/analytics": {
-            "post": {
-                "summary": "Ingest one event or a batch",
-                "description": 'Body: an event, an array of events, or {"events": [...]}. '
-                "A 200 means the events are on disk. Browsers may send a public key as "
-                "`?key=` with a text/plain body.",
-                "security": [*secured, {"queryKey": []}],
-                "parameters": [_param("key", "query", "A public key (browsers only).")],
-                "requestBody": {
-                    "required": True,
-                    "content": {
-                        JSON: {
-                            "schema": {
-                                "oneOf": [
-                                    _ref("Event"),
-                                    {"type": "array", "items": _ref("Event"), "maxItems": 1000},
-                                    {
-                                        "type": "object",
-                                        "properties": {
-                                            "events": {"type": "array", "items": _ref("Event")}
-                                        },
-                                    },
-                                ]
-                            }
-                        },
-                        "text/plain": {"schema": {"type": "string"}},
-                    },
-                },
-                "responses": {
-                    "200": _json(_ref("Ack"), "Stored (or dropped on purpose: see X-Svc-Dropped)."),
-                    **_errors(400, 401, 403, 413, 429, 503),
-                },
-            },
-            "options": {
-                "summary": "CORS preflight",
-                "responses": {"204": {"description": "Allowed."}},
-            },
-        },
-        "/metrics": {
-            "get": {
-                "summary": "Aggregate page views, sessions, bounce rate and traffic sources",
-                "security": secured,
-                "parameters": [
-                    *RANGE_PARAMS,
-                    FILTER,
-                    _param("compare", "query", "previous_period or previous_year: adds `compare`."),
-                ],
-                "responses": {
-                    "200": _json(_ref("Metrics"), "The aggregate."),
-                    **_errors(400, 401, 403, 404, 429),
-                },
-            },
-            "options": {
-                "summary": "CORS preflight",
-                "responses": {"204": {"description": "Allowed."}},
-            },
-        },
-        **_report_paths(secured),
+        "/analytics": _analytics(settings, secured),
+        **_reports(settings, secured),
         "/export": {
             "get": {
                 "summary": "Raw events of a range as NDJSON, CSV or Parquet",
@@ -323,7 +700,7 @@ def _paths() -> dict[str, Any]:
                             },
                         },
                     },
-                    **_errors(400, 401, 403, 404),
+                    **_errors(settings, 400, 401, 403, 404),
                 },
             }
         },
@@ -331,335 +708,19 @@ def _paths() -> dict[str, Any]:
             "get": {
                 "summary": "Readiness and diagnostics (no credential)",
                 "responses": {
-                    "200": _json(_ref("Health"), "Accepting events."),
-                    "503": _json(_ref("Health"), "Cannot accept events."),
+                    "200": _json("Health", "Accepting events."),
+                    "503": _json("Health", "Cannot accept events."),
                 },
             }
         },
-        "/projects": {
-            "post": {
-                "summary": "Create a project and its public and secret keys (admin token)",
-                "security": secured,
-                "requestBody": {
-                    "required": True,
-                    "content": {JSON: {"schema": _ref("ProjectInput")}},
-                },
-                "responses": {
-                    "201": _json(
-                        _ref("Project"), "The project, with `keys` {public, secret} in clear, once."
-                    ),
-                    **_errors(400, 401, 403, 409),
-                },
-            },
-            "get": {
-                "summary": "List projects (admin: all; secret key: its own)",
-                "security": secured,
-                "responses": {
-                    "200": _json(
-                        {
-                            "type": "object",
-                            "properties": {"projects": {"type": "array", "items": _ref("Project")}},
-                        },
-                        "The projects.",
-                    ),
-                    **_errors(401, 403),
-                },
-            },
-        },
-        "/projects/{project_id}": {
-            "parameters": [PROJECT_ID],
-            "get": {
-                "summary": "One project with its keys and this month's usage",
-                "security": secured,
-                "responses": {
-                    "200": _json(_ref("Project"), "The project."),
-                    **_errors(401, 403, 404),
-                },
-            },
-            "patch": {
-                "summary": "Change timezone, domains, options (or plan, admin only)",
-                "security": secured,
-                "requestBody": {
-                    "required": True,
-                    "content": {JSON: {"schema": _ref("ProjectInput")}},
-                },
-                "responses": {
-                    "200": _json(_ref("Project"), "The changed project."),
-                    **_errors(400, 401, 403, 404),
-                },
-            },
-            "delete": {
-                "summary": "Delete a project, its keys and events (admin token)",
-                "security": secured,
-                "responses": {"200": {"description": "Deleted."}, **_errors(401, 403, 404)},
-            },
-        },
-        "/projects/{project_id}/keys": {
-            "parameters": [PROJECT_ID],
-            "get": {
-                "summary": "List keys (never clear values)",
-                "security": secured,
-                "responses": {
-                    "200": _json(
-                        {
-                            "type": "object",
-                            "properties": {"keys": {"type": "array", "items": _ref("Key")}},
-                        },
-                        "The keys.",
-                    ),
-                    **_errors(401, 403, 404),
-                },
-            },
-            "post": {
-                "summary": "Create a key (public, secret or share)",
-                "security": secured,
-                "requestBody": {
-                    "content": {
-                        JSON: {
-                            "schema": {
-                                "type": "object",
-                                "properties": {"kind": {"enum": ["public", "secret", "share"]}},
-                            }
-                        }
-                    }
-                },
-                "responses": {
-                    "201": _json(_ref("Key"), "The key, with `key` in clear, once."),
-                    **_errors(400, 401, 403, 404),
-                },
-            },
-        },
-        "/projects/{project_id}/keys/{key_id}": {
-            "parameters": [PROJECT_ID, KEY_ID],
-            "delete": {
-                "summary": "Revoke a key",
-                "security": secured,
-                "responses": {
-                    "200": _json(_ref("Key"), "The revoked key."),
-                    **_errors(401, 403, 404),
-                },
-            },
-        },
-        "/projects/{project_id}/keys/{key_id}/rotate": {
-            "parameters": [PROJECT_ID, KEY_ID],
-            "post": {
-                "summary": "Replace a key: the new one is shown once, the old one is revoked",
-                "security": secured,
-                "responses": {
-                    "201": _json(_ref("Key"), "The new key, with `key` in clear and `replaces`."),
-                    **_errors(401, 403, 404, 409),
-                },
-            },
-        },
-        "/svc/js": {
-            "get": {
-                "summary": "The browser script",
-                "responses": {
-                    "200": {
-                        "description": "JavaScript.",
-                        "content": {"application/javascript": {"schema": {"type": "string"}}},
-                    }
-                },
-            },
-            "head": {
-                "summary": "The browser script's headers",
-                "responses": {"200": {"description": "Headers only."}},
-            },
-        },
-        **_dashboard_paths(),
-        "/openapi.json": {
-            "get": {
-                "summary": "This document",
-                "responses": {"200": {"description": "OpenAPI 3.1."}},
-            }
-        },
+        **_projects(settings, secured),
+        **_pages(settings),
     }
 
 
-FILTER = _param(
-    "filter",
-    "query",
-    "Repeatable, all must hold: <dimension>:<op>:<value>; ops is, is_not (| separates "
-    "alternatives), contains, not_contains, matches, not_matches (RE2). Dimensions: page, "
-    "entry_page, exit_page, hostname, source, channel, referrer, utm_source, utm_medium, "
-    "utm_campaign, utm_content, utm_term, country, region, city, browser, browser_version, os, "
-    "os_version, device, event, prop:<key>.",
-)
-SESSION_ROW = {
-    "value": {"type": "string"},
-    "visitors": {"type": "integer"},
-    "sessions": {"type": "integer"},
-    "pageviews": {"type": "integer"},
-    "events": {"type": "integer"},
-    "bounceRate": {"type": "string"},
-    "avgSessionDuration": {"type": "number"},
-}
-
-
-def _obj(**props: Any) -> dict[str, Any]:
-    return {"type": "object", "properties": props}
-
-
-def _list(**props: Any) -> dict[str, Any]:
-    return {"type": "array", "items": _obj(**props)}
-
-
-def _report_paths(secured: list[dict[str, list[str]]]) -> dict[str, Any]:
-    scoped = [*RANGE_PARAMS, FILTER]
-    limit = _param("limit", "query", "Most rows (1-1000).", type="integer")
-
-    def get(summary: str, params: list[dict[str, Any]], schema: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "get": {
-                "summary": summary,
-                "security": secured,
-                "parameters": params,
-                "responses": {"200": _json(schema, summary), **_errors(400, 401, 403, 404, 429)},
-            }
-        }
-
-    return {
-        "/metrics/timeseries": get(
-            "Time series by hour, day, week or month, zero-filled",
-            [*scoped, _param("interval", "query", "hour, day (default), week or month.")],
-            _obj(
-                interval={"type": "string"},
-                points={"type": "array", "items": _obj(time={"type": "string"}, **SESSION_ROW)},
-            ),
-        ),
-        "/metrics/breakdown": get(
-            "Metrics per value of a dimension",
-            [
-                *scoped,
-                _param("by", "query", "The dimension (see `filter`).", True),
-                limit,
-                _param(
-                    "offset",
-                    "query",
-                    "Rows to skip (0-1,000,000).",
-                    type="integer",
-                    minimum=0,
-                    maximum=1_000_000,
-                ),
-                _param(
-                    "order",
-                    "query",
-                    "visitors, sessions, pageviews, events, bounceRate, avgSessionDuration "
-                    "or value; - for descending (default -visitors).",
-                ),
-            ],
-            _obj(by={"type": "string"}, rows=_list(**SESSION_ROW), totalRows={"type": "integer"}),
-        ),
-        "/metrics/realtime": get(
-            "Visitors in the last 5 minutes and the pages they are on",
-            [_param("projectId", "query", "Admin token only."), limit],
-            _obj(
-                visitors={"type": "integer"},
-                pages=_list(value={"type": "string"}, visitors={"type": "integer"}),
-            ),
-        ),
-        "/metrics/goals": get(
-            "Conversions of goals: event:<name> or page:<pattern with *>",
-            [*scoped, _param("goal", "query", "Repeatable.", True)],
-            _obj(
-                visitors={"type": "integer"},
-                goals=_list(
-                    goal={"type": "string"},
-                    visitors={"type": "integer"},
-                    events={"type": "integer"},
-                    conversionRate={"type": "string"},
-                ),
-            ),
-        ),
-        "/metrics/funnel": get(
-            "A funnel of 2 to 8 steps completed in order within a window",
-            [
-                *scoped,
-                _param("step", "query", "Repeatable, 2-8, like goal.", True),
-                _param("window", "query", "Seconds (default 1800).", type="integer"),
-            ],
-            _obj(
-                windowSeconds={"type": "integer"},
-                steps=_list(
-                    step={"type": "string"},
-                    visitors={"type": "integer"},
-                    conversionRate={"type": "string"},
-                    dropOff={"type": "integer"},
-                    dropOffRate={"type": "string"},
-                ),
-            ),
-        ),
-        "/metrics/revenue": get(
-            "Revenue of purchase events per currency, and top items",
-            [*scoped, limit],
-            _obj(
-                currencies=_list(
-                    currency={"type": "string"},
-                    revenue={"type": "number"},
-                    orders={"type": "integer"},
-                    averageOrderValue={"type": "number"},
-                ),
-                topItems=_list(
-                    itemId={"type": "string"},
-                    currency={"type": "string"},
-                    quantity={"type": "number"},
-                    revenue={"type": "number"},
-                ),
-            ),
-        ),
-        "/metrics/errors": get(
-            "Exception events: count, fatal share, top descriptions, pages",
-            [*scoped, limit],
-            _obj(
-                errors={"type": "integer"},
-                fatal={"type": "integer"},
-                fatalShare={"type": "string"},
-                top=_list(
-                    description={"type": "string"},
-                    count={"type": "integer"},
-                    fatal={"type": "integer"},
-                    visitors={"type": "integer"},
-                ),
-                pages=_list(value={"type": "string"}, count={"type": "integer"}),
-            ),
-        ),
-        "/metrics/properties": get(
-            "Custom property keys, or the values of one key",
-            [*scoped, limit, _param("key", "query", "A property key: list its values.")],
-            _obj(
-                keys=_list(key={"type": "string"}, events={"type": "integer"}),
-                values=_list(
-                    value={"type": "string"},
-                    events={"type": "integer"},
-                    visitors={"type": "integer"},
-                ),
-            ),
-        ),
-    }
-
-
-def _dashboard_paths() -> dict[str, Any]:
-    def html(summary: str, *params: dict[str, Any]) -> dict[str, Any]:
-        ok = {"description": "HTML.", "content": {"text/html": {"schema": {"type": "string"}}}}
-        return {"get": {"summary": summary, "parameters": list(params), "responses": {"200": ok}}}
-
-    return {
-        "/": html("The dashboard (sign in with a secret key or the admin token)"),
-        "/dashboard": html("The dashboard"),
-        "/dashboard/assets/{path}": {
-            "get": {
-                "summary": "The dashboard's hashed, immutable assets",
-                "parameters": [_param("path", "path", "Asset file.", True)],
-                "responses": {"200": {"description": "A file."}, **_errors(404)},
-            }
-        },
-        "/share/{token}": html(
-            "A read-only public dashboard", _param("token", "path", "A share token.", True)
-        ),
-    }
-
-
-def openapi_document() -> dict[str, Any]:
+def openapi_document(settings: Settings | None = None) -> dict[str, Any]:
+    """The document for a service run with ``settings`` (its body and batch limits)."""
+    settings = settings or Settings()
     return {
         "openapi": "3.1.0",
         "info": {
@@ -669,7 +730,7 @@ def openapi_document() -> dict[str, Any]:
             '{"ok": false, "error": {"code", "message"}}. See docs/api.md.',
         },
         "components": {
-            "schemas": _schemas(),
+            "schemas": schemas(),
             "securitySchemes": {
                 "bearer": {
                     "type": "http",
@@ -684,5 +745,5 @@ def openapi_document() -> dict[str, Any]:
                 },
             },
         },
-        "paths": _paths(),
+        "paths": _paths(settings),
     }
