@@ -24,7 +24,7 @@ from svc.queries.dates import FIRST_DAY, LAST_DAY, DateRange, is_known_zone, par
 from svc.queries.dimensions import dimension
 from svc.queries.filters import parse_filters
 from svc.queries.metrics import query_metrics
-from svc.queries.scope import QueryScope
+from svc.queries.plan import Query
 from svc.storage.events import EventStore, QueryTimeout, Read, ReadCancelled, timeout_error
 
 log = logging.getLogger(__name__)
@@ -50,10 +50,12 @@ async def project_for_read(request: Request, principal: Principal) -> Project:
     return project
 
 
-def parse_scope(request: Request, project: Project, rng: DateRange | None = None) -> QueryScope:
+def parse_scope(request: Request, project: Project, rng: DateRange | None = None) -> Query:
     params = request.query_params
-    return QueryScope(
-        project.id, rng or range_of(request, project), parse_filters(params.getlist("filter"))
+    return Query(
+        project.id,
+        rng or range_of(request, project),
+        tuple(parse_filters(params.getlist("filter"))),
     )
 
 
@@ -199,9 +201,8 @@ def _breakdown(store: EventStore, project: Project, request: Request) -> dict[st
     if not by:
         raise InvalidRequest("`by` is required: the dimension to break down by", field="by")
     dim, dim_params = dimension(by, "by_key")
-    scope.params.update(dim_params)
     page = breakdown.parse_page(params.get("limit"), params.get("offset"), params.get("order"))
-    return breakdown.query_breakdown(store, scope, dim, page)
+    return breakdown.query_breakdown(store, scope, dim, page, dim_params)
 
 
 def _realtime(store: EventStore, project: Project, request: Request) -> dict[str, Any]:

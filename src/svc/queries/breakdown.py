@@ -14,23 +14,17 @@ from typing import Any
 
 from svc.errors import InvalidRequest
 from svc.queries.dimensions import Dimension
-from svc.queries.scope import (
-    ROLLED_SESSION_AGGREGATES,
-    SESSION_AGGREGATES,
-    QueryScope,
-    session_metrics,
-)
+from svc.queries.plan import Facts, Needs, Plan, Query, plan
+from svc.queries.run import Runner
+from svc.queries.shape import session_metrics
+from svc.queries.sql import reports
+from svc.queries.sql import sessions as session_sql
+from svc.queries.sql.statement import Statement
 from svc.storage.events import EventStore
 
-ORDER_COLUMNS = {
-    "visitors": "visitors",
-    "sessions": "sessions",
-    "pageviews": "pageviews",
-    "events": "events",
-    "bounceRate": "bounces / greatest(sessions_with_pv, 1)",
-    "avgSessionDuration": "duration_ms / greatest(sessions, 1)",
-    "value": "value",
-}
+#: The orders a breakdown may ask for (``-`` for descending): svc.queries.sql.reports sorts
+#: by each.
+ORDERS = tuple(reports.ORDER_COLUMNS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,15 +33,12 @@ class Page:
     offset: int = 0
     order: str = "-visitors"
 
-    def order_sql(self) -> str:
-        name = self.order.lstrip("-+")
-        if name not in ORDER_COLUMNS:
+    def check(self) -> None:
+        if self.order.lstrip("-+") not in ORDERS:
             raise InvalidRequest(
-                f"`order` must be one of {', '.join(ORDER_COLUMNS)} (prefix - for descending)",
+                f"`order` must be one of {', '.join(ORDERS)} (prefix - for descending)",
                 field="order",
             )
-        direction = "DESC" if self.order.startswith("-") else "ASC"
-        return f"{ORDER_COLUMNS[name]} {direction}, value ASC"
 
 
 MAX_OFFSET = 1_000_000  # bound into SQL as UInt32: a larger one would wrap at 2^32
@@ -67,69 +58,60 @@ def parse_page(limit: str | None, offset: str | None, order: str | None) -> Page
     if not 0 <= skip <= MAX_OFFSET:
         raise InvalidRequest(f"`offset` must be between 0 and {MAX_OFFSET}", field="offset")
     page = Page(n, skip, order or "-visitors")
-    page.order_sql()
+    page.check()
     return page
 
 
-def breakdown_sql(scope: QueryScope, dim: Dimension, page: Page) -> str:
-    tail = (
-        f"ORDER BY {page.order_sql()} "
-        f"LIMIT {{{scope.bind('limit', page.limit)}:UInt32}} "
-        f"OFFSET {{{scope.bind('offset', page.offset)}:UInt32}}"
-    )
-    return (
-        f"SELECT value, {SESSION_AGGREGATES}, count() OVER () AS total_rows "
-        f"FROM ({_rows(scope, dim)}) GROUP BY value {tail}"
-    )
-
-
-def _rows_kind(scope: QueryScope, dim: Dimension) -> str:
-    """Where the rows of a breakdown by ``dim`` come from (see :func:`_rows`): ``session``,
-    ``page``, ``event_name`` or ``events``."""
+def rows_kind(p: Plan, dim: Dimension) -> str:
+    """Where the rows of a breakdown by ``dim`` come from (svc.queries.sql.reports.
+    breakdown_rows): ``session``, ``page``, ``event_name`` or ``events``."""
     if dim.level == "session":
         return "session"
-    if dim.name == "page" and scope.pages_only and not scope.reported_events_only(dim):
+    if dim.name == "page" and p.pages_only and not p.reported_events_only(dim):
         return "page"
-    if dim.name == "event" and scope.pages_only:
+    if dim.name == "event" and p.pages_only:
         return "event_name"
     return "events"
 
 
-def _rows(scope: QueryScope, dim: Dimension) -> str:
-    """The rows a breakdown by ``dim`` aggregates by value: one per session (a session
-    dimension); per session and page (the page with no filter on other event dimensions: the
-    session pages); the page views of the sessions and the other events by name (the event
-    name, likewise); else per session and value of the events that pass the filters, from
-    ``report_events`` when they are all in it (a custom property, filters on event names or
-    properties), or from the events."""
-    kind = _rows_kind(scope, dim)
-    if kind == "session":
-        return scope.sessions({"value": dim})
-    if kind == "page":
-        return scope.page_rows()
-    if kind == "event_name":
-        return scope.event_name_rows(dim)
-    return scope.event_rows(dim)
+def needs(p: Plan, dim: Dimension) -> Needs:
+    """What a breakdown by ``dim`` reads first: the sessions that cross an end of the range
+    and their events outside it for the session rows (per page for the page rows; the other
+    rows count the events in the range themselves); the rolled-up days, from the sessions of
+    ``rolled_sessions`` (a session dimension, with filters on the page and session
+    dimensions) or from the rollups, which hold the session dimensions, the page, the event
+    name, the hostname and the custom properties (each day but those with too many values of
+    the key), without filters."""
+    kind = rows_kind(p, dim)
+    key = dim.name.removeprefix("prop:") if dim.name.startswith("prop:") else None
+    return Needs(
+        edges=kind in ("session", "event_name"),
+        page_edges=kind == "page",
+        rolled_sessions=kind == "session",
+        rollups=kind != "events" or dim.name == "hostname" or key is not None,
+        property_key=key,
+    )
 
 
 def query_breakdown(
-    store: EventStore, scope: QueryScope, dim: Dimension, page: Page
+    store: EventStore,
+    query: Query,
+    dim: Dimension,
+    page: Page,
+    dim_params: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    kind = _rows_kind(scope, dim)
-    if kind in ("session", "event_name"):
-        scope.load_edges(store)
-    elif kind == "page":
-        scope.load_page_edges(store)
-    # (the other rows count the events in the range themselves)
-    if kind == "session" and scope.load_rolled_sessions(store):  # with filters only
-        return _from_rolled_sessions(store, scope, dim, page)
-    # the rollups hold the session dimensions, the page, the event name, the hostname and the
-    # custom properties (each day but those with too many values of the key)
-    key = dim.name.removeprefix("prop:") if dim.name.startswith("prop:") else None
-    rolled_up = kind != "events" or dim.name == "hostname" or key is not None
-    if rolled_up and scope.load_rollups(store, property_key=key):  # none with filters
-        return _from_rollups(store, scope, dim, page)
-    return _result(store.query_named(breakdown_sql(scope, dim, page), scope.params), dim, page)
+    p = plan(query).bound(dim_params or {})
+    runner = Runner(store)
+    kind = rows_kind(p, dim)
+    facts = runner.facts(p, needs(p, dim))
+    if not facts.rolled:
+        stmt = reports.breakdown(p, facts, dim, kind, page.order, page.limit, page.offset)
+        return _result(runner.named(stmt), dim, page)
+    if p.filters:  # the rolled days' sessions, from rolled_sessions
+        rolled = reports.rolled_by_value(p, facts, dim)
+    else:  # the rolled days from the daily rollups
+        rolled = session_sql.rollup_sums(p, facts, [dim.name])
+    return _with_rolled_days(runner, p, facts, dim, kind, page, rolled)
 
 
 def _result(rows: list[dict[str, Any]], dim: Dimension, page: Page) -> dict[str, Any]:
@@ -146,39 +128,20 @@ def _result(rows: list[dict[str, Any]], dim: Dimension, page: Page) -> dict[str,
 _SUMMED = ("sessions", "pageviews", "events", "bounces", "sessions_with_pv", "duration_ms")
 
 
-def _from_rollups(
-    store: EventStore, scope: QueryScope, dim: Dimension, page: Page
-) -> dict[str, Any]:
-    """A breakdown without filters by a rolled-up dimension: the days wholly inside the range
-    from the daily rollups, the rest from the session (and session page) rows, added up by
-    value (every figure adds up over days, visitors too); then ordered and paged."""
-    return _with_rolled_days(store, scope, dim, page, scope.rollup_sql([dim.name]))
-
-
-def _from_rolled_sessions(
-    store: EventStore, scope: QueryScope, dim: Dimension, page: Page
-) -> dict[str, Any]:
-    """A breakdown by a session dimension with filters on session dimensions and the page:
-    the rolled days' sessions from ``rolled_sessions``, the rest from the session rows,
-    added up by value (visitors too: a visitor is a person on one day); then ordered and
-    paged."""
-    rolled = (
-        f"SELECT value, {ROLLED_SESSION_AGGREGATES} "
-        f"FROM ({scope.rolled_session_rows({'value': dim})}) GROUP BY value"
-    )
-    return _with_rolled_days(store, scope, dim, page, rolled)
-
-
 def _with_rolled_days(
-    store: EventStore, scope: QueryScope, dim: Dimension, page: Page, rolled: str
+    runner: Runner,
+    p: Plan,
+    facts: Facts,
+    dim: Dimension,
+    kind: str,
+    page: Page,
+    rolled: Statement,
 ) -> dict[str, Any]:
-    """The breakdown of the days not rolled up, from the rows of :func:`_rows`, and of the
-    rolled days, from ``rolled`` (per value, the figures of :data:`SESSION_AGGREGATES`), run
-    side by side and added up."""
-    rest = f"SELECT value, {SESSION_AGGREGATES} FROM ({_rows(scope, dim)}) GROUP BY value"
-    rest_rows, rolled_rows = store.query_named_together(
-        (rest, scope.params), (rolled, scope.params)
-    )
+    """The breakdown of the days not rolled up, from the rows of its kind, and of the rolled
+    days, from ``rolled`` (per value, the figures of the session aggregates), run side by
+    side and added up by value (every figure adds up over days, visitors too: a visitor is
+    a person on one day); then ordered and paged."""
+    rest_rows, rolled_rows = runner.together(reports.by_value(p, facts, dim, kind), rolled)
     return _added_up([*rolled_rows, *rest_rows], dim, page)
 
 

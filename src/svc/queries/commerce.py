@@ -9,30 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from svc.queries.scope import QueryScope, percent
+from svc.queries.plan import Facts, Query, plan
+from svc.queries.run import Runner
+from svc.queries.shape import percent
+from svc.queries.sql import reports
 from svc.storage.events import EventStore
 
 
-def query_revenue(store: EventStore, scope: QueryScope, limit: int = 10) -> dict[str, Any]:
-    where = f"{scope.events_where()} AND name = 'purchase'"
-    currencies = store.query_named(
-        "SELECT upper(properties['currency']) AS currency, "
-        "sum(toFloat64OrZero(properties['value'])) AS revenue, count() AS orders "
-        f"FROM report_events WHERE {where} GROUP BY currency ORDER BY revenue DESC",
-        scope.params,
-    )
-    items = store.query_named(
-        "SELECT JSONExtractString(item, 'item_id') AS item_id, currency, "
-        "sum(if(JSONHas(item, 'quantity'), JSONExtractFloat(item, 'quantity'), 1)) AS quantity, "
-        "sum(JSONExtractFloat(item, 'price') * "
-        "if(JSONHas(item, 'quantity'), JSONExtractFloat(item, 'quantity'), 1)) AS revenue "
-        "FROM (SELECT upper(properties['currency']) AS currency, "
-        "arrayJoin(JSONExtractArrayRaw(properties['items'])) AS item "
-        f"FROM report_events WHERE {where}) "
-        f"GROUP BY item_id, currency ORDER BY revenue DESC, item_id "
-        f"LIMIT {{{scope.bind('limit', limit)}:UInt32}}",
-        scope.params,
-    )
+def query_revenue(store: EventStore, query: Query, limit: int = 10) -> dict[str, Any]:
+    p, runner = plan(query), Runner(store)  # event-level: no facts needed
+    currencies = runner.named(reports.revenue_currencies(p, Facts()))
+    items = runner.named(reports.revenue_items(p, Facts(), limit))
     return {
         "currencies": [
             {
@@ -57,27 +44,11 @@ def query_revenue(store: EventStore, scope: QueryScope, limit: int = 10) -> dict
     }
 
 
-def query_errors(store: EventStore, scope: QueryScope, limit: int = 10) -> dict[str, Any]:
-    where = f"{scope.events_where()} AND name = 'exception'"
-    params = scope.params
-    lim = scope.bind("limit", limit)
-    total = store.query_named(
-        "SELECT count() AS errors, countIf(properties['fatal'] = 'true') AS fatal "
-        f"FROM report_events WHERE {where}",
-        params,
-    )[0]
-    top = store.query_named(
-        "SELECT properties['description'] AS description, count() AS count, "
-        "countIf(properties['fatal'] = 'true') AS fatal, uniqExact(visitor_id) AS visitors "
-        f"FROM report_events WHERE {where} GROUP BY description ORDER BY count DESC, description "
-        f"LIMIT {{{lim}:UInt32}}",
-        params,
-    )
-    pages = store.query_named(
-        f"SELECT path AS value, count() AS count FROM report_events WHERE {where} "
-        f"GROUP BY value ORDER BY count DESC, value LIMIT {{{lim}:UInt32}}",
-        params,
-    )
+def query_errors(store: EventStore, query: Query, limit: int = 10) -> dict[str, Any]:
+    p, runner = plan(query), Runner(store)  # event-level: no facts needed
+    total = runner.named(reports.errors_total(p, Facts()))[0]
+    top = runner.named(reports.errors_top(p, Facts(), limit))
+    pages = runner.named(reports.errors_pages(p, Facts(), limit))
     errors, fatal = int(total["errors"]), int(total["fatal"])
     return {
         "errors": errors,

@@ -13,7 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from svc.queries.dimensions import DIMENSIONS
-from svc.queries.scope import SESSION_AGGREGATES, QueryScope, percent
+from svc.queries.plan import Facts, Needs, Plan, Query, plan
+from svc.queries.run import Runner
+from svc.queries.shape import percent
+from svc.queries.sql import reports
+from svc.queries.sql import sessions as session_sql
 from svc.storage.events import EventStore
 
 
@@ -49,20 +53,13 @@ class Metrics:
         }
 
 
-def metrics_sql(scope: QueryScope) -> str:
-    """Per first-event source, and a rollup row (source ''), of the session aggregates."""
-    sessions = scope.sessions({"src": DIMENSIONS["source"]})
-    return (
-        f"SELECT src, {SESSION_AGGREGATES} FROM ({sessions}) "
-        "GROUP BY src WITH ROLLUP ORDER BY sessions DESC, src"
-    )
-
-
-def query_metrics(store: EventStore, scope: QueryScope) -> Metrics:
-    scope.load_edges(store)
-    if scope.filters and not scope.drops_reported_events:
-        return _from_rows(store.query_named(metrics_sql(scope), scope.params))
-    return _with_rollups(store, scope)
+def query_metrics(store: EventStore, query: Query) -> Metrics:
+    p = plan(query)
+    runner = Runner(store)
+    facts = runner.facts(p, Needs(edges=True, rollups=True, less_dropped=True))
+    if p.filters and not p.drops_reported_events:
+        return _from_rows(runner.named(reports.metrics(p, facts)))
+    return _with_rollups(runner, p, facts)
 
 
 def _from_rows(rows: list[dict[str, Any]]) -> Metrics:
@@ -79,7 +76,7 @@ def _from_rows(rows: list[dict[str, Any]]) -> Metrics:
     return result
 
 
-def _with_rollups(store: EventStore, scope: QueryScope) -> Metrics:
+def _with_rollups(runner: Runner, p: Plan, facts: Facts) -> Metrics:
     """Without filters, or with one that drops only reported events: the days wholly inside
     the range from the daily rollups (less what the filter drops), the rest from the session
     rows. Every figure adds up over days, visitors too (a stored visitor id belongs to one
@@ -95,15 +92,13 @@ def _with_rollups(store: EventStore, scope: QueryScope) -> Metrics:
         result.sessions_with_pageview += int(row["sessions_with_pv"])
         result.duration_ms += int(row["duration_ms"])
 
-    # first: the session rows then leave those days out
-    rolled_up = scope.load_rollups(store, less_dropped=True)
-    statements = [(metrics_sql(scope), scope.params)]  # the other days
-    if rolled_up:
-        statements.append((scope.rollup_sql(["", "source"]), scope.params))
-        if scope.filters:  # it drops reported events: what it drops from the rolled days
-            statements.append((scope.gone_sessions_sql(DIMENSIONS["source"]), scope.params))
-            statements.append((scope.dropped_events_sql(), scope.params))
-    rest, *rolled = store.query_named_together(*statements)
+    statements = [reports.metrics(p, facts)]  # the days not rolled up (facts.rolled)
+    if facts.rolled:
+        statements.append(session_sql.rollup_sums(p, facts, ["", "source"]))
+        if p.filters:  # it drops reported events: what it drops from the rolled days
+            statements.append(session_sql.gone_sessions(p, facts, DIMENSIONS["source"]))
+            statements.append(session_sql.dropped_events(p, facts))
+    rest, *rolled = runner.together(*statements)
     for row in rolled[0] if rolled else ():
         if row["dimension"] == "":
             add(row)
@@ -117,14 +112,15 @@ def _with_rollups(store: EventStore, scope: QueryScope) -> Metrics:
         else:
             sources[row["src"]] = sources.get(row["src"], 0) + int(row["sessions"])
     if len(rolled) == 3:
-        _take_dropped(store, scope, result, sources, gone=rolled[1], dropped=rolled[2][0])
+        _take_dropped(runner, p, facts, result, sources, gone=rolled[1], dropped=rolled[2][0])
     result.traffic_sources = dict(sorted(sources.items(), key=lambda kv: (-kv[1], kv[0])))
     return result
 
 
 def _take_dropped(
-    store: EventStore,
-    scope: QueryScope,
+    runner: Runner,
+    p: Plan,
+    facts: Facts,
     result: Metrics,
     sources: dict[str, int],
     gone: list[dict[str, Any]],
@@ -149,5 +145,5 @@ def _take_dropped(
             result.bounces -= int(row["bounces"])
             result.sessions_with_pageview -= int(row["sessions_with_pv"])
             result.duration_ms -= int(row["duration_ms"])
-            kept = store.query_named(scope.kept_visitors_sql(), scope.params)[0]["visitors"]
+            kept = runner.named(session_sql.kept_visitors(p, facts))[0]["visitors"]
             result.visitors -= int(row["visitors"]) - int(kept)

@@ -7,33 +7,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from svc.queries.scope import QueryScope
+from svc.queries.plan import Facts, Query, plan
+from svc.queries.run import Runner
+from svc.queries.sql import reports
 from svc.storage.events import EventStore
 
 
-def query_property_keys(store: EventStore, scope: QueryScope, limit: int = 100) -> dict[str, Any]:
-    rows = store.query_named(
-        "SELECT arrayJoin(mapKeys(properties)) AS key, count() AS events "
-        f"FROM report_events WHERE {scope.events_where()} GROUP BY key "
-        f"ORDER BY events DESC, key LIMIT {{{scope.bind('limit', limit)}:UInt32}}",
-        scope.params,
-    )
+def query_property_keys(store: EventStore, query: Query, limit: int = 100) -> dict[str, Any]:
+    rows = Runner(store).named(reports.property_keys(plan(query), Facts(), limit))
     return {"keys": [{"key": r["key"], "events": int(r["events"])} for r in rows]}
 
 
 def query_property_values(
-    store: EventStore, scope: QueryScope, key: str, limit: int = 100
+    store: EventStore, query: Query, key: str, limit: int = 100
 ) -> dict[str, Any]:
-    k = scope.bind("prop_key", key)
-    rows = store.query_named(
-        f"SELECT properties[{{{k}:String}}] AS value, count() AS events, "
-        "uniqExact(visitor_id) AS visitors "
-        f"FROM report_events WHERE {scope.events_where()} "
-        f"AND mapContains(properties, {{{k}:String}}) "
-        f"GROUP BY value ORDER BY events DESC, value "
-        f"LIMIT {{{scope.bind('limit', limit)}:UInt32}}",
-        scope.params,
-    )
+    rows = Runner(store).named(reports.property_values(plan(query), Facts(), key, limit))
     return {
         "key": key,
         "values": [

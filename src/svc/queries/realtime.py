@@ -5,25 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from svc.queries.run import Runner
+from svc.queries.sql import reports
 from svc.storage.events import EventStore
 
 WINDOW_SECONDS = 300
 
 
 def query_realtime(store: EventStore, project_id: str, limit: int = 10) -> dict[str, Any]:
-    params = {"project": project_id, "window": WINDOW_SECONDS, "limit": limit}
-    recent = (
-        "project_id = {project:String} "
-        "AND ts >= now64(3, 'UTC') - toIntervalSecond({window:UInt32})"
-    )
-    visitors = store.query(f"SELECT uniqExact(visitor_id) FROM events WHERE {recent}", params)
-    pages = store.query_named(
-        "SELECT page AS value, count() AS visitors FROM ("
-        "SELECT visitor_id, argMaxIf(path, ts, name = 'page_view') AS page "
-        f"FROM events WHERE {recent} GROUP BY visitor_id) "
-        "WHERE page != '' GROUP BY value ORDER BY visitors DESC, value LIMIT {limit:UInt32}",
-        params,
-    )
+    runner = Runner(store)
+    visitors = runner.rows(reports.realtime_visitors(project_id, WINDOW_SECONDS))
+    pages = runner.named(reports.realtime_pages(project_id, WINDOW_SECONDS, limit))
     return {
         "visitors": int(visitors[0][0]) if visitors else 0,
         "windowSeconds": WINDOW_SECONDS,

@@ -13,22 +13,14 @@ from typing import Any
 
 from svc.errors import InvalidRequest
 from svc.queries.dates import DateRange
-from svc.queries.scope import QueryScope, percent
+from svc.queries.plan import Needs, Query, plan
+from svc.queries.run import Runner
+from svc.queries.shape import percent
+from svc.queries.sql import reports
 from svc.storage.events import EventStore
 
-#: Per interval: the bucket of a time (grouped by), and its label (formatted once a bucket).
-INTERVALS = {
-    "hour": "toStartOfHour({t}, {{tz:String}})",
-    "day": "toDate({t}, {{tz:String}})",
-    "week": "toMonday({t}, {{tz:String}})",
-    "month": "toStartOfMonth({t}, {{tz:String}})",
-}
-LABELS = {
-    "hour": "formatDateTime(bucket, '%Y-%m-%dT%H:00', {tz:String})",
-    "day": "toString(bucket)",
-    "week": "toString(bucket)",
-    "month": "toString(bucket)",
-}
+#: The intervals of a series (svc.queries.sql.reports.INTERVALS buckets each).
+INTERVALS = tuple(reports.INTERVALS)
 
 
 def parse_interval(value: str | None, rng: DateRange, max_points: int) -> str:
@@ -62,9 +54,9 @@ def count_points(rng: DateRange, interval: str) -> int:
     return (last.year - first.year) * 12 + last.month - first.month + 1
 
 
-def buckets(scope: QueryScope, interval: str) -> list[str]:
+def buckets(rng: DateRange, interval: str) -> list[str]:
     """Every bucket label of the range, in order."""
-    first, last = scope.rng.first, scope.rng.last
+    first, last = rng.first, rng.last
     if interval == "hour":
         out = []
         day = first
@@ -87,40 +79,17 @@ def buckets(scope: QueryScope, interval: str) -> list[str]:
     return months
 
 
-def query_timeseries(store: EventStore, scope: QueryScope, interval: str) -> dict[str, Any]:
-    bucket = INTERVALS[interval]
-    scope.load_edges(store)
-    label = LABELS[interval]
-    if not scope.filters and scope.rng.whole_hour_offsets:  # 24 rows a day, not every event
-        event_sql = (
-            f"SELECT {label} AS time, * FROM (SELECT {bucket.format(t='hour')} AS bucket, "
-            "sum(pageviews) AS pageviews, sum(events) AS events, "
-            "uniqExactMerge(visitors) AS visitors FROM event_hours "
-            "WHERE project_id = {project:String} AND hour >= {start:DateTime64(3, 'UTC')} "
-            "AND hour < {end:DateTime64(3, 'UTC')} GROUP BY bucket)"
-        )
-    else:  # the events that pass the filters: all of them are reported events, or not
-        table = "report_events" if scope.reported_events_only() else "events"
-        event_sql = (
-            f"SELECT {label} AS time, * FROM (SELECT {bucket.format(t='ts')} AS bucket, "
-            "countIf(name = 'page_view') AS pageviews, count() AS events, "
-            f"uniqExact(visitor_id) AS visitors FROM {table} WHERE {scope.events_where()} "
-            "GROUP BY bucket)"
-        )
-    start = "greatest(first_ts, {start:DateTime64(3, 'UTC')})"
-    session_sql = (
-        f"SELECT {label} AS time, * FROM (SELECT {bucket.format(t=start)} AS bucket, "
-        "count() AS sessions, countIf(all_pv = 1 AND all_ev = 1) AS bounces, "
-        "countIf(all_pv > 0) AS with_pv, sum(dur) AS duration_ms "
-        f"FROM ({scope.sessions()}) GROUP BY bucket)"
-    )
-    event_rows, session_rows = store.query_named_together(
-        (event_sql, scope.params), (session_sql, scope.params)
+def query_timeseries(store: EventStore, query: Query, interval: str) -> dict[str, Any]:
+    p = plan(query)
+    runner = Runner(store)
+    facts = runner.facts(p, Needs(edges=True))
+    event_rows, session_rows = runner.together(
+        reports.series_events(p, facts, interval), reports.series_sessions(p, facts, interval)
     )
     by_events = {r["time"]: r for r in event_rows}
     by_sessions = {r["time"]: r for r in session_rows}
     points = []
-    for label in buckets(scope, interval):
+    for label in buckets(p.rng, interval):
         e, s = by_events.get(label, {}), by_sessions.get(label, {})
         sessions = int(s.get("sessions", 0))
         points.append(
@@ -136,7 +105,7 @@ def query_timeseries(store: EventStore, scope: QueryScope, interval: str) -> dic
                 else 0.0,
             }
         )
-    return {"interval": interval, "timezone": scope.rng.tz, "points": points}
+    return {"interval": interval, "timezone": p.rng.tz, "points": points}
 
 
 __all__ = ["count_points", "parse_interval", "query_timeseries"]

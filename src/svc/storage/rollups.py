@@ -201,7 +201,7 @@ WHERE s.project_id = {project:String} AND s.session_day = {day:Date}
 """
 
 #: The paths of the events of the day's sessions, a ``path`` row each (the hashes of those a
-#: filter on the page matches are worked out from them: QueryScope.load_rolled_sessions).
+#: filter on the page matches are worked out from them: svc.queries.run.Runner.facts).
 _PATHS_DAY_SQL = """
 INSERT INTO session_rollups (project_id, dimension, session_day, value, version)
 SELECT DISTINCT {project:String}, 'path', {day:Date}, toString(path), {version:UInt64}

@@ -1,5 +1,5 @@
 -- The sessions of each rolled-up day, as the reports with filters read them (svc.storage.rollups,
--- _SESSIONS_DAY_SQL; svc.queries.scope.QueryScope.rolled_session_rows). The daily rollups
+-- _SESSIONS_DAY_SQL; svc.queries.sql.sessions.rolled_session_rows). The daily rollups
 -- answer the reports without filters; a filter needs the sessions one by one, and for a
 -- filter on the page the sessions table must be joined to its (session, page) rows: 536 ms
 -- for a source breakdown filtered by `page:contains:/blog` over 10M events. Here a closed day

@@ -3,7 +3,7 @@
 -- one with a late event from before its day. The reads find the sessions that cross an end of
 -- a range near that end (the sessions table is keyed by the day of a session's start, and
 -- nearly every session ends within a day of it); these are the others, a handful among
--- millions, found here without reading every session (svc.queries.scope).
+-- millions, found here without reading every session (svc.queries.plan).
 --
 -- One row per such session, keyed like the sessions table: `first_ts` and `last_ts` are the
 -- times of its first and last event outside those two days (or of its first and last event

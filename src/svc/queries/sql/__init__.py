@@ -1,23 +1,43 @@
-"""Every SQL statement of the query side is built here, with bound parameters only.
+"""Every SQL statement of the query side is built in this package, with bound parameters only:
+the reads of the reports from a plan and its facts (:mod:`.sessions`: the session rows and
+the rollups; :mod:`.reports`: each report's statements), and here the statements of the
+runtime (usage, recent sessions and event ids), of the export and of ``svcm import``'s
+server-side path.
 
 Values never enter SQL text: they are passed as ClickHouse ``{name:Type}`` parameters. Only
-identifiers chosen from fixed tables in this module are written into the text.
+identifiers and expressions chosen from fixed tables in this package (and the dimensions'
+expressions of :mod:`svc.schema.dimensions`) are written into the text. Every builder is a
+pure function: :class:`svc.queries.run.Runner` runs what they build.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from svc.queries.dates import DateRange
-from svc.queries.scope import QueryScope
+from svc.queries.sql.statement import RANGE_WHERE, Statement
+
+__all__ = [
+    "EXPORT_COLUMNS",
+    "EXPORT_COLUMNS_JSON_PROPERTIES",
+    "Statement",
+    "export_events",
+    "export_hours",
+    "into_parquet_file",
+    "recent_event_ids",
+    "recent_sessions",
+    "stored_event_ids",
+    "usage_by_project_month",
+]
 
 
-@dataclass
-class Statement:
-    sql: str
-    params: dict[str, Any] = field(default_factory=dict)
+def _range_params(project_id: str, rng: DateRange) -> dict[str, Any]:
+    return {
+        "project": project_id,
+        "start": rng.start_utc.replace(tzinfo=None),
+        "end": rng.end_utc.replace(tzinfo=None),
+    }
 
 
 def usage_by_project_month(since_month_start: Any) -> Statement:
@@ -77,16 +97,16 @@ def export_events(
     """Every event of a project in a range, oldest first, in the documented export columns
     (``properties`` as JSON text with ``json_properties``); with ``window`` (naive UTC start
     and end) only those of that part of the range."""
-    scope = QueryScope(project_id, rng)
-    where = scope.range_where
+    params = _range_params(project_id, rng)
+    where = RANGE_WHERE
     if window is not None:
-        scope.params.update(w0=window[0], w1=window[1])
+        params.update(w0=window[0], w1=window[1])
         where += " AND ts >= {w0:DateTime64(3, 'UTC')} AND ts < {w1:DateTime64(3, 'UTC')}"
     # toDate(ts) first: the same order, and the table's (its key starts with the day), so
     # ClickHouse sorts a day at a time instead of the whole range at once.
     columns = EXPORT_COLUMNS_JSON_PROPERTIES if json_properties else EXPORT_COLUMNS
     sql = f"SELECT {columns} FROM events WHERE {where} ORDER BY toDate(ts), ts, event_id"
-    return Statement(sql, scope.params)
+    return Statement(sql, params)
 
 
 #: Row groups of a Parquet file written by the store: ~100,000 events (ClickHouse's default of
@@ -109,9 +129,25 @@ def into_parquet_file(stmt: Statement, path: str) -> Statement:
 def export_hours(project_id: str, rng: DateRange) -> Statement:
     """The events of a project in a range per UTC hour: (hour start in Unix seconds, count),
     oldest first."""
-    scope = QueryScope(project_id, rng)
     sql = (
         "SELECT toUnixTimestamp(toStartOfHour(ts)) AS hour, count() FROM events "
-        f"WHERE {scope.range_where} GROUP BY hour ORDER BY hour"
+        f"WHERE {RANGE_WHERE} GROUP BY hour ORDER BY hour"
     )
-    return Statement(sql, scope.params)
+    return Statement(sql, _range_params(project_id, rng))
+
+
+def stored_event_ids(project_id: str, lo_ms: int, hi_ms: int, event_ids: list[str]) -> Statement:
+    """The ``event_ids`` a project has stored already with ``ts`` in ``[lo_ms, hi_ms]``
+    (``svcm import``'s server-side path, svc.imports.store.StoreSink)."""
+    sql = (
+        "SELECT DISTINCT event_id FROM events WHERE project_id = {project:String} "
+        "AND ts >= {lo:DateTime64(3, 'UTC')} AND ts <= {hi:DateTime64(3, 'UTC')} "
+        "AND event_id IN {ids:Array(String)}"
+    )
+    params = {"project": project_id, "lo": _utc(lo_ms), "hi": _utc(hi_ms), "ids": event_ids}
+    return Statement(sql, params)
+
+
+def _utc(ms: int) -> datetime:
+    """A naive UTC datetime, as the store's client binds ``DateTime64(3, 'UTC')``."""
+    return datetime.fromtimestamp(ms / 1000, UTC).replace(tzinfo=None)

@@ -1,0 +1,441 @@
+"""The planner: what a query is about, and which tables serve it, decided without the store.
+
+A report is read in three steps, as Plausible's stats are (query, table decider, SQL builder,
+runner):
+
+1. :func:`plan` turns a parsed :class:`Query` (a project, a date range in a time zone,
+   filters) into an immutable :class:`Plan`: the filters' conditions and bound values, how
+   the session rows count their page views and events (:class:`Counting`), the UTC days they
+   are read from, the days the rollups may serve; and :func:`reads`, from the facts about
+   the stored data a report needs first (:class:`Needs`), which of them to read
+   (:class:`Reads`).
+2. :class:`svc.queries.run.Runner` reads those facts (the sessions that cross an end of the
+   range, their events outside it, the rolled-up days) with statements of
+   :mod:`svc.queries.sql`, and the functions here digest the rows into immutable
+   :class:`Facts`: which days the rollups serve, which long sessions the session rows add.
+3. :mod:`svc.queries.sql` builds every statement from a plan and its facts, and the runner
+   runs them.
+
+Nothing here calls the store or changes once made: a plan and its facts are values, which
+``tests/test_query_plan.py`` checks without a store.
+
+Sessions are of any length. The sessions table is keyed by the UTC day of a session's start,
+and nearly every session ends within a day of it: the session rows are read from the days of
+the range and the day before it, and the sessions that cross its start (its end) are looked
+for among those of its first (last) UTC day and the day before. The others, a session longer
+than a day or one with a late event from before its day, are in ``long_sessions``
+(storage/migrations/012), read whole: those that cross an end are added to the session rows by
+their (day, id), the events outside the range of every crossing session are read between the
+crossing sessions' own first and last events, and no rolled-up day with one is taken from the
+rollups.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, timedelta
+from types import MappingProxyType
+from typing import Any
+
+from svc.queries.dates import DateRange
+from svc.queries.dimensions import Dimension
+from svc.queries.filters import Filter
+
+#: A crossing session whose events outside the range all lie within this of its ends is read
+#: with the others, between their first and last events; a longer one by itself (its id picks
+#: its granules out of the days it spans).
+SHORT = timedelta(days=1)
+_MS = timedelta(milliseconds=1)
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """A parsed read: one project, a date range in a time zone, and filters (all must hold)."""
+
+    project_id: str
+    rng: DateRange
+    filters: tuple[Filter, ...] = ()
+
+
+class Counting(enum.Enum):
+    """How the session rows count a session's page views and events in the range (a session
+    is taken whole for everything else: bounce, duration, source, entry and exit pages)."""
+
+    #: No filter on an event dimension: the session's own counts, less the events outside the
+    #: range of the few sessions that cross an end of it.
+    WHOLE = "whole"
+    #: Filters on the page only: from the session pages (one row per session and page), the
+    #: sessions that cross an end corrected likewise.
+    PAGES = "pages"
+    #: One filter that drops only reported events (``event:is_not:signup``): the sessions' own
+    #: counts less those of the dropped events in the range, corrected likewise.
+    DROPPED = "dropped"
+    #: Other event filters: the matching events in the range, grouped by session (from
+    #: ``report_events`` when every event they keep is in it), which need no correction.
+    IN_RANGE = "in_range"
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What a query reads, decided from the query alone.
+
+    ``params`` are the values every statement binds (project, range, the UTC days of the
+    session rows, the filters' values); ``event_conditions`` and ``session_conditions`` the
+    filters' SQL over an event and over a row of the sessions table; ``dropped`` the condition
+    of the events the one dropping filter drops (:attr:`Counting.DROPPED`)."""
+
+    query: Query
+    params: Mapping[str, Any]
+    event_conditions: tuple[str, ...]
+    session_conditions: tuple[str, ...]
+    counting: Counting
+    dropped: str | None = None
+    #: whether the dropping filter may drop page views (a property's value; an event name
+    #: never names ``page_view`` there: Filter.selects_reported_events)
+    drops_page_views: bool = False
+
+    def bound(self, values: Mapping[str, Any]) -> Plan:
+        """This plan binding ``values`` too (a breakdown's dimension's own parameters)."""
+        return replace(self, params=MappingProxyType({**self.params, **values}))
+
+    @property
+    def project_id(self) -> str:
+        return self.query.project_id
+
+    @property
+    def rng(self) -> DateRange:
+        return self.query.rng
+
+    @property
+    def filters(self) -> tuple[Filter, ...]:
+        return self.query.filters
+
+    @property
+    def event_filter(self) -> str:
+        """The event filters as one condition ('1' when there are none)."""
+        return " AND ".join(f"({c})" for c in self.event_conditions) or "1"
+
+    @property
+    def has_session_filters(self) -> bool:
+        return bool(self.session_conditions)
+
+    @property
+    def pages_only(self) -> bool:
+        """Whether every filter on an event dimension is on the page (or there is none)."""
+        return all(f.dimension.name == "page" for f in self.filters if f.dimension.level == "event")
+
+    @property
+    def drops_reported_events(self) -> bool:
+        """Whether the one filter drops only reported events: a report that can take away
+        what it drops may still read the rolled days from the rollups."""
+        return self.dropped is not None and len(self.filters) == 1
+
+    def reported_events_only(self, dim: Dimension | None = None) -> bool:
+        """Whether every event that the event filters keep (and, in a breakdown by ``dim``,
+        that has a value of it) is in ``report_events``: every event but a page view without
+        properties (storage/migrations/008), a seventh of the events."""
+        if dim is not None and dim.name.startswith("prop:"):
+            return True
+        return any(f.selects_reported_events for f in self.filters)
+
+    def event_table(self, dim: Dimension | None = None) -> str:
+        """The table of the events that pass the event filters (and have a value of ``dim``):
+        ``report_events`` when all of them are in it, else ``events``."""
+        return "report_events" if self.reported_events_only(dim) else "events"
+
+    def may_roll_up(self, less_dropped: bool = False) -> bool:
+        """Whether the rolled-up days may be taken from the daily rollups: without filters,
+        or (``less_dropped``: the report takes away what it drops) with one filter that drops
+        only reported events."""
+        return not self.filters or (less_dropped and self.drops_reported_events)
+
+    @property
+    def may_read_rolled_sessions(self) -> bool:
+        """Whether the rolled-up days' sessions may be read from ``rolled_sessions``: with
+        filters on session dimensions and the page only."""
+        return bool(self.filters) and self.pages_only
+
+    @property
+    def rollup_span(self) -> tuple[date, date] | None:
+        """The UTC days wholly inside the range that the rollups may serve: a session is
+        keyed by the day of its start and may run into the next day, so the first day of the
+        range and its last two never are (nor a day with a long session that crosses an end:
+        :func:`rolled_days`). None when there is none."""
+        first = self.rng.start_utc.date() + timedelta(days=1)
+        last = self.rng.end_utc.date() - timedelta(days=2)
+        return (first, last) if first <= last else None
+
+
+def plan(query: Query) -> Plan:
+    """The plan of ``query``: its filters' conditions and values, its counting, its days."""
+    start, end = query.rng.start_utc, query.rng.end_utc
+    params: dict[str, Any] = {
+        "project": query.project_id,
+        "start": start.replace(tzinfo=None),
+        "end": end.replace(tzinfo=None),
+        "tz": query.rng.tz,
+        # The session rows are read from the sessions of these UTC days (a session is keyed
+        # by the day of its first event seen; an earlier one, a late event, is a few minutes
+        # earlier), and those of long_sessions that cross an end.
+        "day0": start.date() - timedelta(days=1),
+        "day1": end.date(),
+        # the sessions that cross the start, the end are looked for on these days
+        "start_day": start.date(),
+        "end_day0": end.date() - timedelta(days=1),
+    }
+    events: list[str] = []
+    sessions: list[str] = []
+    for i, f in enumerate(query.filters):
+        params.update(dict(f.params))
+        if f.dimension.level == "event":
+            sql, values = f.condition(f.dimension.column, f"fv{i}")
+            events.append(sql)
+        else:
+            sql, values = f.condition(f.dimension.session_column(), f"fv{i}")
+            sessions.append(sql)
+        params.update(values)
+    made = Plan(query, MappingProxyType(params), tuple(events), tuple(sessions), Counting.WHOLE)
+    event_filters = [f for f in query.filters if f.dimension.level == "event"]
+    dropped: str | None = None
+    drops_page_views = False
+    if len(event_filters) == 1 and not made.reported_events_only():
+        negation = event_filters[0].negation()
+        if negation is not None and negation.selects_reported_events:
+            i = query.filters.index(event_filters[0])
+            dropped, values = negation.condition(negation.dimension.column, f"fv{i}")
+            drops_page_views = negation.dimension.name != "event"
+            params.update(values)
+    if dropped is not None:
+        counting = Counting.DROPPED
+    elif not events:
+        counting = Counting.WHOLE
+    elif made.pages_only:
+        counting = Counting.PAGES
+    else:
+        counting = Counting.IN_RANGE
+    return replace(
+        made,
+        params=MappingProxyType(params),
+        counting=counting,
+        dropped=dropped,
+        drops_page_views=drops_page_views,
+    )
+
+
+# what a report needs to know first -----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Needs:
+    """The facts a report reads before its statements (:meth:`svc.queries.run.Runner.facts`).
+
+    ``edges``: the sessions that cross an end of the range and their page views and events
+    outside it (the session rows; only the long ones when the plan counts the events in the
+    range); ``page_edges``: their page views outside it per page (the page rows; a report
+    that needs neither looks the long sessions up in its statements); ``rollups``: the
+    rolled-up days the daily
+    rollups serve (for a breakdown by ``property_key``, not the days it has too many values
+    on; with ``less_dropped``, also under one filter that drops only reported events, which
+    the report takes away); ``rolled_sessions``: the rolled-up days whose sessions
+    ``rolled_sessions`` serves, and the hashes of the paths a page filter matches there.
+    Each only where the plan allows it (:meth:`Plan.may_roll_up`,
+    :attr:`Plan.may_read_rolled_sessions`)."""
+
+    edges: bool = False
+    page_edges: bool = False
+    rollups: bool = False
+    property_key: str | None = None
+    less_dropped: bool = False
+    rolled_sessions: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Reads:
+    """The statements the runner runs for a plan's :class:`Needs`, in this order: the
+    sessions that cross an end of the range (with the long ones, in one statement), the long
+    ones alone, the events outside the range of the crossing ones (per session, per page),
+    and the rolled-up days of the rollups or of ``rolled_sessions``."""
+
+    crossing: bool = False
+    long: bool = False
+    outside: bool = False
+    page_outside: bool = False
+    #: "rollups", "rolled_sessions" or ""
+    rolled: str = ""
+    property_key: str | None = None
+
+
+def reads(plan: Plan, needs: Needs) -> Reads:
+    """What the runner reads for ``needs`` under ``plan``: no correction where the plan
+    counts the events in the range (only the long sessions then), rolled-up days only where
+    the plan may take them (and the long sessions first: no day with one that crosses an end
+    is taken)."""
+    corrected = needs.page_edges or (needs.edges and plan.counting is not Counting.IN_RANGE)
+    if needs.rolled_sessions and plan.may_read_rolled_sessions:
+        rolled = "rolled_sessions"
+    elif needs.rollups and plan.may_roll_up(needs.less_dropped):
+        rolled = "rollups"
+    else:
+        rolled = ""
+    return Reads(
+        crossing=corrected,
+        long=needs.edges or bool(rolled and plan.rollup_span is not None),
+        outside=needs.edges and corrected,
+        page_outside=needs.page_edges,
+        rolled=rolled,
+        property_key=needs.property_key,
+    )
+
+
+# what the runner read, digested ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A crossing session's first and last events, or times beyond them (a long session's)."""
+
+    first: datetime
+    last: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Crossing:
+    """The sessions that cross an end of the range: those whose events outside it are within
+    a day of its ends (``ids``) and the span of those events, and the others (``long_ids``),
+    each group read between the first and last of its events (see
+    :func:`svc.queries.sql.sessions.outside_events`)."""
+
+    ids: tuple[int, ...]
+    since: datetime
+    until: datetime
+    long_ids: tuple[int, ...]
+    long_since: datetime
+    long_until: datetime
+
+    @property
+    def every_id(self) -> tuple[int, ...]:
+        return tuple(sorted({*self.ids, *self.long_ids}))
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What the runner read about the stored data for a plan (None: not read)."""
+
+    #: the long sessions that cross an end of the range: (day, id) -> span
+    long: Mapping[tuple[date, int], Span] | None = None
+    crossing: Crossing | None = None
+    #: per crossing session: id, page views and events outside the range
+    outside: tuple[tuple[int, int, int], ...] | None = None
+    #: per (crossing session, page): cityHash64(id, path) and page views outside the range
+    page_outside: tuple[tuple[int, int], ...] | None = None
+    #: the rolled-up days the reads take from the rollups (or rolled_sessions), and versions
+    rolled: tuple[tuple[date, int], ...] = ()
+    #: with a page filter over rolled_sessions: the hashes of the matching paths
+    matching_hashes: tuple[int, ...] | None = None
+
+    def far(self, plan: Plan) -> list[tuple[date, int]]:
+        """The long sessions on days the session rows do not read otherwise."""
+        day0, day1 = plan.params["day0"], plan.params["day1"]
+        return [k for k in self.long or () if not day0 <= k[0] <= day1]
+
+    @property
+    def long_days(self) -> set[date]:
+        """The days of the long sessions that cross an end of the range: the rollups count
+        every event of a day's sessions, so these days are never taken from them."""
+        return {day for day, _ in self.long or ()}
+
+    def params(self, plan: Plan) -> dict[str, Any]:
+        """The values the statements of this plan and these facts bind."""
+        out: dict[str, Any] = {}
+        if self.long is not None:
+            out["far"] = self.far(plan)
+        if self.crossing is not None:
+            c = self.crossing
+            out.update(
+                crossing=list(c.ids),
+                edge0=c.since.replace(tzinfo=None),
+                edge1=c.until.replace(tzinfo=None),
+                long_ids=list(c.long_ids),
+                long0=c.long_since.replace(tzinfo=None),
+                long1=c.long_until.replace(tzinfo=None),
+            )
+        if self.outside is not None:
+            out.update(
+                edge_ids=[r[0] for r in self.outside],
+                edge_pv=[r[1] for r in self.outside],
+                edge_ev=[r[2] for r in self.outside],
+            )
+        if self.page_outside is not None:
+            out.update(
+                edge_page_keys=[r[0] for r in self.page_outside],
+                edge_page_pv=[r[1] for r in self.page_outside],
+            )
+        if self.rolled:
+            out.update(
+                rolled_days=[d for d, _ in self.rolled],
+                rolled_versions=[v for _, v in self.rolled],
+            )
+        if self.matching_hashes is not None:
+            out["matching_hashes"] = list(self.matching_hashes)
+        return out
+
+
+def long_sessions(rows: Sequence[Sequence[Any]]) -> dict[tuple[date, int], Span]:
+    """The rows of :func:`svc.queries.sql.sessions.long_crossing` (day, id, a time at or
+    before its first event, one at or after its last), by (day, id)."""
+    return {(as_date(r[0]), int(r[1])): Span(as_utc(r[2]), as_utc(r[3])) for r in rows}
+
+
+def crossing(
+    plan: Plan, long: Mapping[tuple[date, int], Span], near: Sequence[Sequence[Any]]
+) -> Crossing:
+    """The sessions that cross an end of the range: the long ones and those read near its
+    ends (rows of :func:`svc.queries.sql.sessions.near_crossing`, whose spans are exact),
+    in two groups by how far beyond the ends their events go."""
+    spans = dict(long)
+    spans.update(long_sessions(near))
+    start, end = plan.rng.start_utc, plan.rng.end_utc
+    short = {k for k, s in spans.items() if s.first >= start - SHORT and s.last < end + SHORT}
+
+    def group(keys: set[tuple[date, int]]) -> tuple[tuple[int, ...], datetime, datetime]:
+        since = min((spans[k].first for k in keys), default=start)
+        until = max((spans[k].last for k in keys), default=end)
+        ids = tuple(sorted({sid for _, sid in keys}))
+        return ids, min(since, start), max(until, end) + _MS
+
+    ids, since, until = group(short)
+    long_ids, long_since, long_until = group(set(spans) - short)
+    return Crossing(ids, since, until, long_ids, long_since, long_until)
+
+
+def rolled_days(
+    plan: Plan, rows: Sequence[Sequence[Any]], long_days: set[date]
+) -> tuple[tuple[date, int], ...]:
+    """The rolled-up days (rows of :func:`svc.queries.sql.sessions.current_rolled_days`: day,
+    version) that the rollups serve: not a day with a long session that crosses an end of the
+    range (its sessions have events outside it)."""
+    days = ((as_date(d), int(v)) for d, v in rows)
+    return tuple((d, v) for d, v in days if d not in long_days)
+
+
+def matching_hashes(rows: Sequence[Sequence[Any]]) -> tuple[int, ...] | None:
+    """The 32-bit hashes of the paths a page filter matches on the rolled days (rows of
+    :func:`svc.queries.sql.sessions.path_hashes`: hash, whether some path with it matches,
+    whether all do); None when one of them is also a path's that does not match (a
+    collision: the report then reads every day from the session rows)."""
+    if any(not all_match for _, _, all_match in rows):
+        return None
+    return tuple(int(h) for h, _, _ in rows)
+
+
+def as_date(value: object) -> date:
+    if isinstance(value, datetime):
+        return value.date()
+    return value if isinstance(value, date) else date.fromisoformat(str(value))
+
+
+def as_utc(value: object) -> datetime:
+    moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -1,0 +1,90 @@
+"""The runner: the one part of the read side that calls the store. It reads the facts a plan
+needs (:meth:`Runner.facts`) and runs the statements built from them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from svc.queries import plan as planner
+from svc.queries.plan import Facts, Needs, Plan
+from svc.queries.sql import sessions as sql
+from svc.queries.sql.statement import Statement
+from svc.storage.events import EventStore
+
+
+class Runner:
+    def __init__(self, store: EventStore) -> None:
+        self.store = store
+
+    def rows(self, stmt: Statement) -> Sequence[Sequence[Any]]:
+        return self.store.query(stmt.sql, stmt.params)
+
+    def named(self, stmt: Statement) -> list[dict[str, Any]]:
+        return self.store.query_named(stmt.sql, stmt.params)
+
+    def together(self, *stmts: Statement) -> list[list[dict[str, Any]]]:
+        """Run ``stmts`` side by side (as the store can); their rows in order."""
+        return self.store.query_named_together(*((s.sql, s.params) for s in stmts))
+
+    def facts(self, plan: Plan, needs: Needs) -> Facts:
+        """Read what ``needs`` asks for under ``plan`` (:func:`svc.queries.plan.reads`)."""
+        todo = planner.reads(plan, needs)
+        facts = Facts()
+        if todo.crossing:
+            facts = self._crossing(plan, facts)
+        if todo.long:
+            facts = self._long(plan, facts)
+        if needs.edges:  # (none outside when the plan counts the events in the range)
+            outside: tuple[tuple[int, int, int], ...] = ()
+            if todo.outside and facts.crossing is not None and facts.crossing.every_id:
+                rows = self.rows(sql.outside_statement(plan, facts))
+                outside = tuple((int(r[0]), int(r[1]), int(r[2])) for r in rows)
+            facts = replace(facts, outside=outside)
+        if todo.page_outside:
+            page_outside: tuple[tuple[int, int], ...] = ()
+            if facts.crossing is not None and facts.crossing.every_id:
+                rows = self.rows(sql.page_outside_statement(plan, facts))
+                page_outside = tuple((int(r[0]), int(r[1])) for r in rows)
+            facts = replace(facts, page_outside=page_outside)
+        if todo.rolled == "rolled_sessions":
+            facts = self._rolled_sessions(plan, facts)
+        elif todo.rolled == "rollups":
+            facts = replace(facts, rolled=self._rolled_days(plan, facts, todo.property_key))
+        return facts
+
+    def _crossing(self, plan: Plan, facts: Facts) -> Facts:
+        rows = self.rows(sql.crossing_statement(plan, facts))
+        if facts.long is None:
+            facts = replace(facts, long=planner.long_sessions([r for r in rows if not int(r[4])]))
+        near = [r for r in rows if int(r[4])]
+        assert facts.long is not None
+        return replace(facts, crossing=planner.crossing(plan, facts.long, near))
+
+    def _long(self, plan: Plan, facts: Facts) -> Facts:
+        if facts.long is not None:
+            return facts
+        long = planner.long_sessions(self.rows(sql.long_statement(plan, facts)))
+        return replace(facts, long=long)
+
+    def _rolled_days(
+        self, plan: Plan, facts: Facts, property_key: str | None = None
+    ) -> tuple[tuple[Any, int], ...]:
+        span = plan.rollup_span
+        if span is None:
+            return ()
+        rows = self.rows(sql.current_rolled_days(plan, span, property_key))
+        return planner.rolled_days(plan, rows, facts.long_days)
+
+    def _rolled_sessions(self, plan: Plan, facts: Facts) -> Facts:
+        """The rolled-up days whose sessions ``rolled_sessions`` serves; with a filter on the
+        page, the hashes of the matching paths of those days first (none are taken if one of
+        them is also a path's that does not match)."""
+        days = self._rolled_days(plan, facts)
+        hashes: tuple[int, ...] | None = None
+        if days and plan.event_conditions:
+            hashes = planner.matching_hashes(self.rows(sql.path_hashes(plan, days)))
+            if hashes is None:  # a collision: every day from the session rows
+                return facts
+        return replace(facts, rolled=days, matching_hashes=hashes)

@@ -1,0 +1,512 @@
+"""The session rows every report of sessions reads, the statements that read the facts a plan
+needs (svc.queries.plan.Needs), and the reads of the rollups: pure functions of a plan and
+its facts.
+
+The *session rows* are one row per session with an event in the range that passes the
+filters:
+
+``session_id, visitor``; ``pv, ev``: the session's page views and events in the range (that
+pass the event filters); ``all_pv, all_ev``: the page views and events that decide a bounce;
+``first_ts, last_ts, dur`` (ms); and the session dimensions asked for.
+
+Every session row comes from the ``sessions`` table (one row per session, maintained at
+ingestion; see ``storage/migrations/002_sessions.sql``): a session is taken whole, its bounce,
+duration, source, entry and exit pages are those of the whole session, also when it crosses an
+end of the range. Its page views and events are those in the range that pass the event
+filters, counted as the plan's :class:`~svc.queries.plan.Counting` says.
+
+No query groups every event by session with its whole-session figures: a GROUP BY that big
+held more than the reads may (they spill to disk past 300 MB) and took 4-5 s over 10M events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date
+
+from svc.queries.dimensions import Dimension
+from svc.queries.plan import Counting, Facts, Plan
+from svc.queries.sql.statement import RANGE_WHERE, Statement, statement
+
+_T0, _T1 = "{start:DateTime64(3, 'UTC')}", "{end:DateTime64(3, 'UTC')}"
+
+#: A session's UTC day (the sessions table's key) as the time it begins.
+_DAY_START = "toDateTime64({day}, 3, 'UTC')"
+
+#: The events outside the range from ``{first}`` to its start and from its end to ``{last}``.
+_OUTSIDE = (
+    "((ts >= {{{first}:DateTime64(3, 'UTC')}} AND ts < {{start:DateTime64(3, 'UTC')}}) "
+    "OR (ts >= {{end:DateTime64(3, 'UTC')}} AND ts < {{{last}:DateTime64(3, 'UTC')}}))"
+)
+
+
+def session_key(alias: str = "", day: str | None = None) -> str:
+    """One 64-bit number per session, for grouping and joining by session: its id XOR a hash
+    of its day (a client's session id may name a session on another day too; this is as
+    unique as the ids themselves). One key instead of two: a GROUP BY of 3M sessions that
+    holds less than the reads may before spilling (690 -> 400 ms over 10M events), a join
+    that probes one number (the /blog report 598 -> 541 ms)."""
+    return f"bitXor({alias}session_id, intHash64({day or alias + 'session_day'}))"
+
+
+# the facts: crossing sessions, their events outside the range, rolled days ------------------
+
+
+def near_crossing(plan: Plan) -> str:
+    """The sessions that cross an end of the range among those of its first and last UTC
+    days and the days before them: day, id, first and last event, and 1."""
+    return (
+        "SELECT session_day, session_id, first_ts, last_ts, 1 AS near FROM sessions FINAL "
+        "WHERE project_id = {project:String} AND "
+        "(session_day BETWEEN {day0:Date} AND {start_day:Date} "
+        "OR session_day BETWEEN {end_day0:Date} AND {day1:Date}) "
+        f"AND ((first_ts < {_T0} AND last_ts >= {_T0}) OR (first_ts < {_T1} AND last_ts >= {_T1}))"
+    )
+
+
+def long_crossing(plan: Plan) -> str:
+    """The sessions of ``long_sessions`` that cross an end of the range where
+    :func:`near_crossing` does not look (and some where it does): day, id, a time at or
+    before its first event and one at or after its last (its events outside its day and the
+    next, and those two days), and 0. Each condition is exact: a session on a day after the
+    first of the range has an event before its start only if that event is before the
+    session's day (and so in this table), one on a day before the day before has an event
+    after it only if that event is after the day after its own; likewise at the end. (A
+    handful of rows: no index needed.)"""
+    first = f"least(min(first_ts), {_DAY_START.format(day='session_day')})"
+    last = f"greatest(max(last_ts), {_DAY_START.format(day='session_day + 2')})"
+    return (
+        f"SELECT session_day, session_id, {first}, {last}, 0 AS near FROM long_sessions "
+        "WHERE project_id = {project:String} GROUP BY session_day, session_id HAVING "
+        f"(session_day > {{start_day:Date}} AND min(first_ts) < {_T0}) "
+        f"OR (session_day < {{day0:Date}} AND max(last_ts) >= {_T0}) "
+        f"OR (session_day > {{day1:Date}} AND min(first_ts) < {_T1}) "
+        f"OR (session_day < {{end_day0:Date}} AND max(last_ts) >= {_T1})"
+    )
+
+
+def crossing_statement(plan: Plan, facts: Facts) -> Statement:
+    """The sessions that cross an end of the range: near its ends, and (when not read yet)
+    the long ones, in one statement (the column ``near`` tells them apart)."""
+    sql = near_crossing(plan)
+    if facts.long is None:
+        sql = f"{sql} UNION ALL {long_crossing(plan)}"
+    return statement(sql, plan, facts)
+
+
+def long_statement(plan: Plan, facts: Facts) -> Statement:
+    return statement(long_crossing(plan), plan, facts)
+
+
+def outside_events(plan: Plan, facts: Facts) -> str:
+    """The events outside the range of the sessions that cross an end of it (``facts``: the
+    crossing sessions): those of the sessions whose events outside it are within a day of
+    its ends between the first and last of them, those of a longer session between its own
+    first and last (its id picks its granules out of the days it spans)."""
+    assert facts.crossing is not None
+    parts = []
+    if facts.crossing.ids:
+        outside = _OUTSIDE.format(first="edge0", last="edge1")
+        parts.append(f"({outside} AND session_id IN {{crossing:Array(UInt64)}})")
+    if facts.crossing.long_ids:
+        outside = _OUTSIDE.format(first="long0", last="long1")
+        parts.append(f"({outside} AND session_id IN {{long_ids:Array(UInt64)}})")
+    return f"({' OR '.join(parts)})" if parts else "0"
+
+
+def outside_statement(plan: Plan, facts: Facts) -> Statement:
+    """Per session that crosses an end of the range: its page views and events outside the
+    range (that pass the event filters, but for a dropping filter: its counts are the
+    session's own less the dropped events in the range)."""
+    kept = "1" if plan.dropped is not None else plan.event_filter
+    return statement(
+        "SELECT session_id, countIf(name = 'page_view') AS opv, count() AS oev FROM events "
+        f"WHERE project_id = {{project:String}} AND {kept} "
+        f"AND {outside_events(plan, facts)} GROUP BY session_id",
+        plan,
+        facts,
+    )
+
+
+def page_outside_statement(plan: Plan, facts: Facts) -> Statement:
+    """Per (session, page) of the sessions that cross an end of the range: its key
+    ``cityHash64(session_id, path)`` and its page views outside the range (the page rows)."""
+    return statement(
+        "SELECT cityHash64(session_id, path) AS k, count() FROM events "
+        "WHERE project_id = {project:String} AND name = 'page_view' "
+        f"AND {outside_events(plan, facts)} GROUP BY k",
+        plan,
+        facts,
+    )
+
+
+def current_rolled_days(plan: Plan, span: tuple[date, date], property_key: str | None) -> Statement:
+    """The rolled-up days of ``span`` and their current versions; for a breakdown by the
+    custom property ``property_key``, not the days that had too many values of it."""
+    sql = (
+        "SELECT session_day, max(version) AS version FROM rollup_days "
+        "WHERE project_id = {project:String} AND session_day BETWEEN {r0:Date} AND {r1:Date} "
+        "GROUP BY session_day"
+    )
+    if property_key is not None:
+        sql = (
+            f"SELECT session_day, version FROM ({sql}) WHERE (session_day, version) NOT IN "
+            "(SELECT session_day, version FROM session_rollups "
+            "WHERE project_id = {project:String} AND dimension = 'prop-skipped' "
+            "AND session_day BETWEEN {r0:Date} AND {r1:Date} AND value = {key:String})"
+        )
+    params = {"project": plan.project_id, "r0": span[0], "r1": span[1], "key": property_key}
+    return Statement(f"{sql} ORDER BY session_day", params)
+
+
+def path_hashes(plan: Plan, days: Sequence[tuple[date, int]]) -> Statement:
+    """Per 32-bit hash (xxHash32) of a path of the rolled ``days`` (the rollups' ``path``
+    rows, svc.storage.rollups) that the page filters match: whether one path with it
+    matches, and whether all do (else a collision)."""
+    paths = (
+        "SELECT DISTINCT value AS path FROM session_rollups "
+        "WHERE project_id = {project:String} AND dimension = 'path' "
+        "AND (session_day, version) IN {days:Array(Tuple(Date, UInt64))}"
+    )
+    return Statement(
+        "SELECT xxHash32(path) AS h, max(matches), min(matches) FROM (SELECT path, "
+        f"{plan.event_filter} AS matches FROM ({paths})) GROUP BY h HAVING max(matches)",
+        {**plan.params, "days": list(days)},
+    )
+
+
+# the session rows -----------------------------------------------------------------------------
+
+
+def days(plan: Plan, facts: Facts, alias: str = "") -> str:
+    """The rows of a table keyed like the sessions (``alias``: ``s.``) that the session rows
+    read: those of the days of the range and the day before, and the long sessions on other
+    days that cross an end of it (read: ``facts.long``; else read here), but on days taken
+    from the rollups."""
+    day, sid = f"{alias}session_day", f"{alias}session_id"
+    where = f"{day} BETWEEN {{day0:Date}} AND {{day1:Date}}"
+    if facts.long is None:
+        far = (
+            "(SELECT session_day, session_id FROM long_sessions "
+            "WHERE project_id = {project:String} "
+            "AND (session_day < {day0:Date} OR session_day > {day1:Date}))"
+        )
+        where = f"({where} OR ({day}, {sid}) IN {far})"
+    elif facts.far(plan):
+        where = f"({where} OR ({day}, {sid}) IN {{far:Array(Tuple(Date, UInt64))}})"
+    if facts.rolled:  # read from the rollups instead
+        where += f" AND {day} NOT IN {{rolled_days:Array(Date)}}"
+    return where
+
+
+def session_rows_where(plan: Plan, facts: Facts) -> str:
+    """The rows of ``sessions AS s`` with an event in the range (give or take the edge
+    corrections) that pass the session filters, on days not taken from the rollups."""
+    where = [
+        "s.project_id = {project:String}",
+        days(plan, facts, "s."),
+        f"s.last_ts >= {_T0}",
+        f"s.first_ts < {_T1}",
+        *(f"({c})" for c in plan.session_conditions),
+    ]
+    return " AND ".join(where)
+
+
+def whole_sessions(plan: Plan, facts: Facts) -> str:
+    """For :func:`page_rows` and :func:`event_rows`: the sessions table's rows in the range
+    that pass the session filters, with their whole-session figures. Neither the event
+    filters (the rows joined to these carry them) nor the counts outside the range (a row
+    with events in the range has them) are applied here: the joined rows decide which
+    sessions count."""
+    return (
+        "SELECT s.session_id AS session_id, s.session_day AS session_day, "
+        "s.visitor_id AS visitor, s.pageviews AS all_pv, s.events AS all_ev, "
+        "s.first_ts AS first_ts, s.last_ts AS last_ts, "
+        "dateDiff('millisecond', s.first_ts, s.last_ts) AS dur "
+        f"FROM sessions AS s FINAL WHERE {session_rows_where(plan, facts)}"
+    )
+
+
+def counts_by_session(plan: Plan, table: str, condition: str, value: str | None = None) -> str:
+    """Per session (and ``value``, an expression over an event, when given) with events in
+    the range in ``table`` that meet ``condition``: its :func:`session_key` ``k`` (and
+    ``value``), and those events' page views ``pv`` and count ``ev``."""
+    key = session_key(day="toDate(session_start)")
+    by = "k" if value is None else "k, value"
+    value_col = "" if value is None else f"{value} AS value, "
+    return (
+        f"SELECT {key} AS k, {value_col}countIf(name = 'page_view') AS pv, count() AS ev "
+        f"FROM {table} WHERE {RANGE_WHERE} AND {condition} GROUP BY {by}"
+    )
+
+
+def session_rows(plan: Plan, facts: Facts, extra: dict[str, Dimension] | None = None) -> str:
+    """The session rows (see the module docstring); ``extra`` maps alias -> session
+    dimension. The facts must hold the crossing sessions' events outside the range
+    (``Needs(edges=True)``)."""
+    if facts.outside is None:
+        raise RuntimeError("the session rows need the facts of Needs(edges=True)")
+    pv, ev = "s.pageviews", "s.events"
+    source = "sessions AS s FINAL"
+    counting = plan.counting
+    if counting is Counting.IN_RANGE:  # the sessions with a matching event
+        matching = counts_by_session(plan, plan.event_table(), plan.event_filter)
+        source += f" INNER JOIN ({matching}) AS m ON m.k = {session_key('s.')}"
+        pv, ev = "m.pv", "m.ev"
+    elif counting is Counting.DROPPED:  # the sessions' own counts less the dropped events'
+        condition = f"({plan.dropped})"
+        if facts.rolled:  # their sessions are left out below
+            condition += " AND toDate(session_start) NOT IN {rolled_days:Array(Date)}"
+        dropped = counts_by_session(plan, "report_events", condition)
+        source += f" LEFT JOIN ({dropped}) AS n ON n.k = {session_key('s.')}"
+        pv, ev = "s.pageviews - n.pv", "s.events - n.ev"
+    elif counting is Counting.PAGES:  # page filters: the sessions with a matching page
+        matching = (
+            f"SELECT {session_key()} AS k, sum(pageviews) AS pv, sum(events) AS ev "
+            f"FROM session_pages FINAL WHERE project_id = {{project:String}} "
+            f"AND {days(plan, facts)} "
+            f"AND {plan.event_filter} GROUP BY k"
+        )
+        source += f" INNER JOIN ({matching}) AS m ON m.k = {session_key('s.')}"
+        pv, ev = "m.pv", "m.ev"
+    if counting is Counting.IN_RANGE or not facts.outside:  # nothing outside to take away
+        opv = oev = "toUInt64(0)"
+    else:
+        crosses = f"(s.first_ts < {_T0} OR s.last_ts >= {_T1})"
+        opv, oev = (
+            f"if({crosses}, transform(s.session_id, {{edge_ids:Array(UInt64)}}, "
+            f"{{{name}:Array(UInt64)}}, toUInt64(0)), toUInt64(0))"
+            for name in ("edge_pv", "edge_ev")
+        )
+    cols = [
+        "s.session_id AS session_id",
+        "s.visitor_id AS visitor",
+        f"{pv} - {opv} AS pv",
+        f"{ev} - {oev} AS ev",
+        "s.pageviews AS all_pv",
+        "s.events AS all_ev",
+        "s.first_ts AS first_ts",
+        "s.last_ts AS last_ts",
+        "dateDiff('millisecond', s.first_ts, s.last_ts) AS dur",
+        "s.session_day AS session_day",
+    ]
+    cols += [f"{dim.session_column()} AS {alias}" for alias, dim in (extra or {}).items()]
+    rows = f"SELECT {', '.join(cols)} FROM {source} WHERE {session_rows_where(plan, facts)}"
+    return f"SELECT * FROM ({rows}) WHERE ev > 0"  # an event in the range
+
+
+def page_rows(plan: Plan, facts: Facts) -> str:
+    """One row per (session, page) with page views in the range that passes the filters:
+    ``value`` (the path), ``pv`` and ``ev`` (its page views in the range), and the session's
+    ``visitor``, ``all_pv``, ``all_ev`` and ``dur``, the columns :data:`SESSION_AGGREGATES`
+    reads. From the (session, page) table, whose rows the page filters select, joined to the
+    sessions table's rows that pass the session filters (:func:`whole_sessions`): no grouping
+    of events by session. The facts must hold ``Needs(page_edges=True)``."""
+    assert plan.pages_only and facts.page_outside is not None
+    outside = (
+        f"if(s.first_ts < {_T0} OR s.last_ts >= {_T1}, transform(cityHash64(p.session_id, "
+        "p.path), {edge_page_keys:Array(UInt64)}, {edge_page_pv:Array(UInt64)}, "
+        "toUInt64(0)), toUInt64(0))"
+        if facts.page_outside
+        else "toUInt64(0)"
+    )
+    pages = (
+        "SELECT session_day, session_id, path, pageviews FROM session_pages FINAL "
+        f"WHERE project_id = {{project:String}} AND {days(plan, facts)} AND pageviews > 0 "
+        f"AND {plan.event_filter}"
+    )
+    rows = (
+        f"SELECT p.path AS value, s.visitor AS visitor, p.pageviews - {outside} AS pv, "
+        "s.all_pv AS all_pv, s.all_ev AS all_ev, s.dur AS dur "
+        f"FROM ({pages}) AS p INNER JOIN ({whole_sessions(plan, facts)}) AS s "
+        f"ON {session_key('s.')} = {session_key('p.')}"
+    )
+    return f"SELECT *, pv AS ev FROM ({rows}) WHERE pv > 0"
+
+
+def event_rows(
+    plan: Plan, facts: Facts, dim: Dimension, only: str = "1", table: str | None = None
+) -> str:
+    """For a breakdown by the event dimension ``dim``: one row per (session, value) of the
+    events in the range that pass the event filters, have a value (``dim.rows``) and meet
+    ``only``, with their page views ``pv`` and count ``ev``, and the session's ``visitor``,
+    ``all_pv``, ``all_ev`` and ``dur`` (whole, as in :func:`page_rows`): the columns
+    :data:`SESSION_AGGREGATES` reads. From ``table`` (default: the plan's event table),
+    joined to the sessions table's rows."""
+    table = table or plan.event_table(dim)
+    if facts.rolled:  # read from the rollups instead (their sessions left out below)
+        only = f"({only}) AND toDate(session_start) NOT IN {{rolled_days:Array(Date)}}"
+    rows = counts_by_session(
+        plan, table, f"{plan.event_filter} AND ({dim.rows}) AND ({only})", value=dim.column
+    )
+    return (
+        "SELECT p.value AS value, s.visitor AS visitor, p.pv AS pv, p.ev AS ev, "
+        "s.all_pv AS all_pv, s.all_ev AS all_ev, s.dur AS dur "
+        f"FROM ({whole_sessions(plan, facts)}) AS s INNER JOIN ({rows}) AS p "
+        f"ON p.k = {session_key('s.')}"
+    )
+
+
+def event_name_rows(plan: Plan, facts: Facts, dim: Dimension) -> str:
+    """For a breakdown by event name (``dim``) with no filters on event dimensions but the
+    page: the ``page_view`` row of every session with page views in the range that passes
+    the filters (:func:`session_rows`), and the rows of the other events, all in
+    ``report_events`` (:func:`event_rows`)."""
+    views = (
+        "SELECT 'page_view' AS value, visitor, toUInt64(pv) AS pv, toUInt64(pv) AS ev, "
+        f"all_pv, all_ev, dur FROM ({session_rows(plan, facts)}) WHERE pv > 0"
+    )
+    others = event_rows(plan, facts, dim, only="name != 'page_view'", table="report_events")
+    return f"{views} UNION ALL {others}"
+
+
+def events_where(plan: Plan, facts: Facts) -> str:
+    """WHERE for event-level queries: range, event filters, and (with session filters)
+    membership in a session that passes them (one with an event in the range: the event's
+    own condition asks that)."""
+    where = f"{RANGE_WHERE} AND {plan.event_filter}"
+    if plan.has_session_filters:
+        sessions = (
+            f"SELECT s.session_id FROM sessions AS s FINAL WHERE {session_rows_where(plan, facts)}"
+        )
+        where += f" AND session_id IN ({sessions})"
+    return where
+
+
+# the rolled-up days -----------------------------------------------------------------------
+
+
+def rollup_sums(plan: Plan, facts: Facts, dimensions: Sequence[str]) -> Statement:
+    """Sums of the current rollups of the rolled days, per dimension and value, for the
+    given rolled-up dimensions ('' for the totals)."""
+    assert facts.rolled
+    return statement(
+        "SELECT dimension, value, sum(sessions) AS sessions, sum(pageviews) AS pageviews, "
+        "sum(events) AS events, sum(bounces) AS bounces, "
+        "sum(with_pageview) AS sessions_with_pv, sum(duration_ms) AS duration_ms, "
+        "sum(visitors) AS visitors FROM session_rollups "
+        "WHERE project_id = {project:String} "
+        "AND dimension IN {rollup_dimensions:Array(String)} "
+        "AND session_day IN {rolled_days:Array(Date)} "
+        "AND version = transform(session_day, {rolled_days:Array(Date)}, "
+        "{rolled_versions:Array(UInt64)}, toUInt64(0)) "
+        "GROUP BY dimension, value",
+        plan,
+        facts,
+        rollup_dimensions=list(dimensions),
+    )
+
+
+def rolled_session_rows(plan: Plan, facts: Facts, extra: dict[str, Dimension]) -> str:
+    """The session rows of the rolled days, from ``rolled_sessions``: those that pass the
+    session filters and have an event on a matching page, with the columns of
+    :func:`session_rows` (``extra`` maps alias -> session dimension) that
+    :data:`ROLLED_SESSION_AGGREGATES` reads, and ``multi``. Every event of these sessions is
+    in the range."""
+    pv, ev = "pageviews", "events"
+    if plan.event_conditions:  # the page filters: the page views and events that match
+        matching = "h -> h IN {matching_hashes:Array(UInt32)}"
+        pv = f"arrayCount({matching}, page_hashes)"
+        ev = f"pv + arrayCount({matching}, event_hashes)"
+    cols = [
+        "visitor_id AS visitor",
+        "multi",
+        f"{pv} AS pv",
+        f"{ev} AS ev",
+        "pageviews AS all_pv",
+        "events AS all_ev",
+        "duration_ms AS dur",
+        *(f"{dim.session_column()} AS {alias}" for alias, dim in extra.items()),
+    ]
+    where = [
+        "project_id = {project:String}",
+        "session_day IN {rolled_days:Array(Date)}",
+        "version = transform(session_day, {rolled_days:Array(Date)}, "
+        "{rolled_versions:Array(UInt64)}, toUInt64(0))",
+        *(f"({c})" for c in plan.session_conditions),
+    ]
+    rows = f"SELECT {', '.join(cols)} FROM rolled_sessions WHERE {' AND '.join(where)}"
+    return f"SELECT * FROM ({rows}) WHERE ev > 0"
+
+
+def _dropped_in_rolled_days(plan: Plan, facts: Facts) -> str:
+    """Per session of the rolled days with events the filter drops: its key ``k`` and the
+    dropped page views ``pv`` and events ``ev`` (every event of such a session is in the
+    range)."""
+    assert plan.drops_reported_events and plan.dropped is not None and facts.rolled
+    on_days = "toDate(session_start) IN {rolled_days:Array(Date)}"
+    return counts_by_session(plan, "report_events", f"({plan.dropped}) AND {on_days}")
+
+
+def dropped_events(plan: Plan, facts: Facts) -> Statement:
+    """The page views and events the filter drops from the rolled days, to take from their
+    rollups."""
+    return statement(
+        "SELECT sum(pv) AS pageviews, sum(ev) AS events "
+        f"FROM ({_dropped_in_rolled_days(plan, facts)})",
+        plan,
+        facts,
+    )
+
+
+def _gone_sessions(plan: Plan, facts: Facts) -> str:
+    """The rows of ``sessions AS s`` on the rolled days whose every event the filter drops
+    (none with a page view, unless it drops page views: checked first, the cheaper test)."""
+    no_views = "" if plan.drops_page_views else "AND s.pageviews = 0 "
+    return (
+        "FROM sessions AS s FINAL WHERE s.project_id = {project:String} "
+        f"AND s.session_day IN {{rolled_days:Array(Date)}} {no_views}"
+        f"AND ({session_key('s.')}, s.events) IN "
+        f"(SELECT k, ev FROM ({_dropped_in_rolled_days(plan, facts)}))"
+    )
+
+
+def gone_sessions(plan: Plan, facts: Facts, dim: Dimension) -> Statement:
+    """The sessions of the rolled days that the filter drops whole, per value of the
+    session dimension ``dim`` and a ROLLUP row (''), with the figures to take from the
+    rollups: sessions, bounces, sessions with a page view, duration, and their visitors
+    (less those who kept another session: :func:`kept_visitors`)."""
+    return statement(
+        f"SELECT {dim.session_column()} AS value, count() AS sessions, "
+        "countIf(s.pageviews = 1 AND s.events = 1) AS bounces, "
+        "countIf(s.pageviews > 0) AS sessions_with_pv, "
+        "sum(dateDiff('millisecond', s.first_ts, s.last_ts)) AS duration_ms, "
+        f"uniqExact(s.visitor_id) AS visitors {_gone_sessions(plan, facts)} "
+        "GROUP BY value WITH ROLLUP",
+        plan,
+        facts,
+    )
+
+
+def kept_visitors(plan: Plan, facts: Facts) -> Statement:
+    """How many visitors of the sessions the filter drops whole on the rolled days keep
+    another session there (they still count)."""
+    return statement(
+        "SELECT uniqExact(s.visitor_id) AS visitors FROM sessions AS s FINAL "
+        "WHERE s.project_id = {project:String} AND s.session_day IN {rolled_days:Array(Date)} "
+        f"AND s.visitor_id IN (SELECT s.visitor_id {_gone_sessions(plan, facts)}) "
+        f"AND ({session_key('s.')}, s.events) NOT IN "
+        f"(SELECT k, ev FROM ({_dropped_in_rolled_days(plan, facts)}))",
+        plan,
+        facts,
+    )
+
+
+# aggregates over session rows -----------------------------------------------------------------
+
+#: The figures of :data:`SESSION_AGGREGATES` but the visitors.
+_SESSION_FIGURES = (
+    "count() AS sessions, sum(pv) AS pageviews, "
+    "sum(ev) AS events, countIf(all_pv = 1 AND all_ev = 1) AS bounces, "
+    "countIf(all_pv > 0) AS sessions_with_pv, sum(dur) AS duration_ms"
+)
+
+#: Aggregates over the session rows, shared by every report that shows session metrics.
+SESSION_AGGREGATES = f"uniqExact(visitor) AS visitors, {_SESSION_FIGURES}"
+
+#: :data:`SESSION_AGGREGATES` over :func:`rolled_session_rows`: the visitors are the rows
+#: whose visitor has no other session that day, and the distinct visitors of the others (the
+#: same count; a set of a few visitors instead of all).
+ROLLED_SESSION_AGGREGATES = (
+    f"countIf(multi = 0) + uniqExactIf(visitor, multi = 1) AS visitors, {_SESSION_FIGURES}"
+)
