@@ -104,6 +104,8 @@ def exchange(port: int, *parts: bytes, pause: float = 0.0, idle: float = 0.6) ->
 def masked(answer: bytes) -> bytes:
     answer = re.sub(rb"date: [^\r]+", b"date: -", answer)
     answer = re.sub(rb'"ts":\d+', b'"ts":0', answer)
+    # each answer's own id (svc.http.observe), in its header and error body
+    answer = re.sub(rb'(x-request-id: |"requestId":")[0-9a-f]{16}', rb"\1-", answer)
     return re.sub(rb"(ratelimit-reset|retry-after): \d+", rb"\1: -", answer)
 
 

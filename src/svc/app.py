@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import sys
 from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
@@ -20,6 +19,8 @@ from starlette.routing import Route
 from svc.errors import ApiError, MethodNotAllowed, NotFound
 from svc.http import analytics, dashboard, export, health, metrics, projects
 from svc.http.common import error_response, json_response
+from svc.http.logs import show_generated_admin_token
+from svc.http.observe import RequestStats
 from svc.http.openapi import openapi_document
 from svc.http.script import serve_script
 from svc.limits.core import Limits
@@ -39,12 +40,7 @@ def create_app(settings: Settings) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await runtime.start()
         if runtime.generated_admin_token:
-            print(
-                "svc: generated the admin token (shown once, keep it safe):\n"
-                f"  {runtime.generated_admin_token}",
-                file=sys.stderr,
-                flush=True,
-            )
+            show_generated_admin_token(runtime.generated_admin_token)
         try:
             yield
         finally:
@@ -99,6 +95,7 @@ def create_app(settings: Settings) -> Starlette:
 
     app.state.proxies = TrustedProxies(settings.trusted_proxies.split(","))
     app.state.preflights = 0
+    app.state.requests = RequestStats()  # counted by svc.http.observe (svcm serve)
     return app
 
 

@@ -1,13 +1,19 @@
 """Errors that map to the JSON error shape of the API.
 
 Every error leaves the service as
-``{"ok": false, "error": {"code": "<snake_case>", "message": "<for a person>"}}``.
-Domain code raises :class:`ApiError`; the HTTP layer renders it.
+``{"ok": false, "error": {"code": "<snake_case>", "message": "<for a person>"}}``, with
+``"requestId"`` beside them when it answers a request (:data:`request_id`, set by
+:mod:`svc.http.observe` for each request). Domain code raises :class:`ApiError`; the HTTP
+layer renders it.
 """
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any
+
+#: The id of the request being answered (``X-Request-Id``): in error bodies and log lines.
+request_id: ContextVar[str | None] = ContextVar("svc_request_id", default=None)
 
 
 class ApiError(Exception):
@@ -35,10 +41,20 @@ class ApiError(Exception):
         self.field = field
 
     def body(self) -> dict[str, Any]:
+        """The answer's body: :meth:`detail` with the id of the request it answers."""
+        error = self.detail()
+        rid = request_id.get()
+        if rid is not None:
+            error["requestId"] = rid
+        return {"ok": False, "error": error}
+
+    def detail(self) -> dict[str, Any]:
+        """``{"code", "message", "field"?}``: the error of one event in a batch's
+        ``rejected`` too (where the request's id would only repeat the header's)."""
         error: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.field is not None:
             error["field"] = self.field
-        return {"ok": False, "error": error}
+        return error
 
 
 class InvalidRequest(ApiError):

@@ -183,6 +183,11 @@ class Settings:
         "`interval`. 10,000: a day a point for 27 years, an hour a point for 416 days.",
     )
     log_level: str = _setting("info", "Log level: debug, info, warning or error.")
+    log_format: str = _setting(
+        "auto",
+        "Log format: json (one JSON object a line, with the request's id), text (for a "
+        "person), or auto: json when stderr is not a terminal, else text.",
+    )
     node_id: str = _setting("", "Name of this node in /health. Empty: the host name.")
 
     @classmethod

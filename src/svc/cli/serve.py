@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import gc
-import logging
 import socket
+import sys
 from typing import Any
 
 from svc.settings import Settings
@@ -18,19 +18,26 @@ def run(settings: Settings) -> int:
     from svc.http.analytics import with_fast_path
     from svc.http.edge_auth import with_edge_auth
     from svc.http.limits import with_limits
+    from svc.http.logs import configure
+    from svc.http.observe import observe
 
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    try:
+        configure(settings)  # JSON lines unless stderr is a terminal (svc.http.logs)
+        starlette_app = create_app(settings)
+    except ValueError as exc:  # a setting that cannot be used
+        print(f"svcm: {exc}", file=sys.stderr)
+        return 2
     # POST /analytics is answered before Starlette's stack (see svc.http.analytics).
-    fast = with_fast_path(create_app(settings))
-    # limits first (svc.limits), and before them signed edge headers (svc.http.edge_auth)
-    app = with_edge_auth(with_limits(fast), settings)
+    fast = with_fast_path(starlette_app)
+    # limits first (svc.limits), and before them signed edge headers (svc.http.edge_auth);
+    # outermost, each request's id and figures (svc.http.observe)
+    app = observe(with_edge_auth(with_limits(fast), settings), starlette_app)
     config = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level,
+        log_config=None,  # uvicorn's lines go through svc's handler (svc.http.logs)
         access_log=False,
         server_header=False,
         date_header=True,

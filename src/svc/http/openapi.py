@@ -51,6 +51,10 @@ class ErrorDetail(Doc):
     field: (
         Annotated[str, Meta(description="The field or parameter at fault (400).")] | UnsetType
     ) = UNSET
+    request_id: (
+        Annotated[str, Meta(description="The request's id, as in its X-Request-Id header.")]
+        | UnsetType
+    ) = UNSET
 
 
 class Error(Doc):

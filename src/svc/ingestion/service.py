@@ -56,7 +56,7 @@ class IngestResult:
 
     def rejected_json(self) -> list[dict[str, Any]]:
         """``[{"index": i, "error": {...}}]`` of the events refused."""
-        return [{"index": i, "error": e.body()["error"]} for i, e in self.rejected]
+        return [{"index": i, "error": e.detail()} for i, e in self.rejected]
 
 
 class Usage:
