@@ -17,7 +17,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from svc.errors import ApiError, MethodNotAllowed, NotFound
-from svc.http import analytics, dashboard, export, health, metrics, projects
+from svc.http import analytics, dashboard, export, health, internal_metrics, metrics, projects
 from svc.http.common import error_response, json_response
 from svc.http.logs import show_generated_admin_token
 from svc.http.observe import RequestStats
@@ -32,6 +32,7 @@ log = logging.getLogger("svc")
 
 
 def create_app(settings: Settings) -> Starlette:
+    internal_metrics.check_token(settings.internal_metrics_token)
     runtime = Runtime(settings)
     limits = Limits(settings, runtime.ingest.usage)  # rate limits and quotas (svc.limits)
     runtime.ingest.quotas = limits.quotas
@@ -61,6 +62,7 @@ def create_app(settings: Settings) -> Starlette:
         Route("/metrics/errors", metrics.get_errors, methods=["GET"]),
         Route("/metrics/properties", metrics.get_properties, methods=["GET"]),
         Route("/health", health.get_health, methods=["GET"]),
+        Route(internal_metrics.PATH, internal_metrics.get_internal_metrics, methods=["GET"]),
         Route("/export", export.get_export, methods=["GET"]),
         Route("/projects", projects.create_project, methods=["POST"]),
         Route("/projects", projects.list_projects, methods=["GET"]),

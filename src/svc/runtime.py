@@ -69,6 +69,9 @@ class Runtime:
         self._housekeeping: asyncio.Task[None] | None = None
         self.rollups = Rollups(self.store)
         self._rolling_up: asyncio.Task[None] | None = None
+        # the rollup passes, for /internal/metrics: how many, their time, the last's, failures
+        self.rollup_runs, self.rollup_seconds_total, self.rollup_last_seconds = 0, 0.0, 0.0
+        self.rollup_failures = 0
         self._lock_fd: int | None = None
 
     def _segment_ready(self) -> None:
@@ -225,12 +228,17 @@ class Runtime:
     async def _roll_up(self) -> None:
         """Keep the daily rollups current (svc.storage.rollups), off the event loop."""
         while True:
+            started = time.perf_counter()
             try:
                 days = await asyncio.to_thread(self.rollups.refresh, None, self.loaded_through_ms())
                 if days:
                     log.info("rolled up %d day(s) of sessions", days)
             except Exception as exc:  # the store may be down; try again later
+                self.rollup_failures += 1
                 log.warning("rollups: %s", exc)
+            self.rollup_last_seconds = time.perf_counter() - started
+            self.rollup_seconds_total += self.rollup_last_seconds
+            self.rollup_runs += 1
             await asyncio.sleep(self.settings.rollup_interval_seconds)
 
     async def _housekeep(self) -> None:

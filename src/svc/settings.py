@@ -188,6 +188,11 @@ class Settings:
         "Log format: json (one JSON object a line, with the request's id), text (for a "
         "person), or auto: json when stderr is not a terminal, else text.",
     )
+    internal_metrics_token: str = _setting(
+        "",
+        "Bearer token of GET /internal/metrics, the Prometheus metrics (at least 16 "
+        "characters; docs/operations.md). Empty: that path answers 404.",
+    )
     node_id: str = _setting("", "Name of this node in /health. Empty: the host name.")
 
     @classmethod

@@ -719,6 +719,19 @@ def _paths(settings: Settings) -> dict[str, Any]:
         },
         **_projects(settings, secured),
         **_pages(settings),
+        "/internal/metrics": {
+            "get": {
+                "summary": "The service's figures for Prometheus (Bearer "
+                "SVC_INTERNAL_METRICS_TOKEN; 404 when that is not set); docs/operations.md",
+                "responses": {
+                    "200": {
+                        "description": "Prometheus text exposition (OpenMetrics on request).",
+                        "content": {"text/plain": {"schema": {"type": "string"}}},
+                    },
+                    **_errors(settings, 401, 404),
+                },
+            }
+        },
     }
 
 

@@ -1,0 +1,389 @@
+"""GET /internal/metrics: the service's figures for Prometheus (docs/operations.md).
+
+Off unless ``SVC_INTERNAL_METRICS_TOKEN`` is set (the path answers 404 as if it did not
+exist); then it wants ``Authorization: Bearer <that token>`` (401 without it). Its path is
+not the API's ``/metrics``, whose answers are a project's analytics.
+
+Nearly every figure is read when the scrape comes, from the counters the service keeps anyway
+(the ones /health reports: :func:`svc.http.health.health_report`, which also probes the
+event store and the metadata store, in a worker thread), by a custom collector: nothing is
+added to the hot path for them. The per-request figures (answers by route and status, the
+ingestion latency, the reads' durations) are kept by :mod:`svc.http.observe`. The process's
+memory, CPU and file descriptors come from the client library's process collector.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import resource
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.metrics_core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+    SummaryMetricFamily,
+)
+from starlette.requests import Request
+from starlette.responses import Response
+
+from svc import __version__
+from svc.errors import InvalidApiKey, MissingApiKey, NotFound
+from svc.http.common import error_response, runtime_of
+from svc.http.health import health_report
+from svc.http.observe import RequestStats
+from svc.ingestion.outcomes import DropReason
+from svc.limits import timeouts
+from svc.runtime import Runtime
+from svc.timeutil import now_ms
+
+PATH = "/internal/metrics"
+MIN_TOKEN_CHARS = 16
+
+
+def check_token(token: str) -> None:
+    """Refuse a token too short to be a secret (at start-up: :func:`svc.app.create_app`)."""
+    if token and len(token) < MIN_TOKEN_CHARS:
+        raise ValueError(
+            f"setting SVC_INTERNAL_METRICS_TOKEN: at least {MIN_TOKEN_CHARS} characters "
+            "(a long random string, such as `openssl rand -hex 24` makes)"
+        )
+
+
+async def get_internal_metrics(request: Request) -> Response:
+    state = request.app.state
+    token: str = state.settings.internal_metrics_token
+    if not token:  # off: as if the route did not exist
+        return error_response(NotFound(f"no route for {request.method} {request.url.path}"))
+    scheme, _, given = (request.headers.get("authorization") or "").partition(" ")
+    given = given.strip()
+    challenge = {"WWW-Authenticate": 'Bearer realm="svc internal metrics"'}
+    if scheme.lower() != "bearer" or not given:
+        return error_response(
+            MissingApiKey(
+                "send `Authorization: Bearer <SVC_INTERNAL_METRICS_TOKEN>`", headers=challenge
+            )
+        )
+    if not hmac.compare_digest(given.encode(), token.encode()):
+        return error_response(
+            InvalidApiKey("not the token of SVC_INTERNAL_METRICS_TOKEN", headers=challenge)
+        )
+    exposition: Exposition | None = getattr(state, "exposition", None)
+    if exposition is None:
+        exposition = state.exposition = Exposition(runtime_of(request), state)
+    runtime = exposition.runtime
+    report = await asyncio.to_thread(health_report, runtime)  # probes the stores: a thread
+    encoder, content_type = choose_encoder(request.headers.get("accept", ""))
+    # the rest is read here, on the event loop, where the counters change
+    body = exposition.render(report, encoder)
+    return Response(body, headers={"Content-Type": content_type, "Cache-Control": "no-store"})
+
+
+class Exposition:
+    """The registry of one service: its collector, the process's, the platform's and the
+    garbage collector's."""
+
+    def __init__(self, runtime: Runtime, state: Any) -> None:
+        self.runtime = runtime
+        self.collector = ServiceCollector(runtime, state)
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(self.collector)
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+
+    def render(self, report: dict[str, Any], encoder: Any) -> bytes:
+        self.collector.report = report
+        try:
+            body: bytes = encoder(self.registry)
+        finally:
+            self.collector.report = None
+        return body
+
+
+class ServiceCollector:
+    """svc's own figures, read at each scrape (see the module's documentation)."""
+
+    def __init__(self, runtime: Runtime, state: Any) -> None:
+        self.runtime = runtime
+        self.state = state
+        self.report: dict[str, Any] | None = None  # /health's document of this scrape
+
+    def collect(self) -> Iterator[Metric]:
+        report = self.report
+        if report is None:  # only render() collects
+            return
+        yield from self._requests()
+        yield from self._ingestion(report["pipeline"])
+        yield from self._spool_and_loader(report)
+        yield from self._rollups()
+        yield from self._limits()
+        yield from self._stores(report)
+        yield from self._node(report)
+
+    def _requests(self) -> Iterator[Metric]:
+        stats: RequestStats | None = getattr(self.state, "requests", None)
+        if stats is None:
+            return
+        requests = CounterMetricFamily(
+            "svc_http_requests",
+            "Requests answered, by method, route template and status (none: the client "
+            "went away before an answer).",
+            labels=["method", "route", "status"],
+        )
+        for (method, route, status), n in sorted(stats.requests.items()):
+            requests.add_metric([method, route, str(status) if status else "none"], n)
+        yield requests
+        ingest = HistogramMetricFamily(
+            "svc_ingest_request_duration_seconds",
+            "POST /analytics answered 200 (its events on disk): time from the request's "
+            "arrival to the end of its answer.",
+        )
+        ingest.add_metric([], stats.ingest.cumulative(), stats.ingest.sum)
+        yield ingest
+        reads = HistogramMetricFamily(
+            "svc_read_duration_seconds",
+            "Reads (GET /metrics, /metrics/* and /export) by kind, answers other than 4xx: "
+            "time from the request's arrival to the end of its answer.",
+            labels=["kind"],
+        )
+        for kind, histogram in stats.reads.items():
+            reads.add_metric([kind], histogram.cumulative(), histogram.sum)
+        yield reads
+
+    def _ingestion(self, pipeline: dict[str, Any]) -> Iterator[Metric]:
+        outcomes = self.runtime.ingest.outcomes
+        yield CounterMetricFamily(
+            "svc_ingest_events_accepted",
+            "Events accepted (on disk, to be loaded into the store).",
+            value=outcomes.accepted,
+        )
+        rejected = CounterMetricFamily(
+            "svc_ingest_events_rejected",
+            "Events refused, by error code (invalid_request, quota_exceeded, forbidden, ...).",
+            labels=["code"],
+        )
+        for code, n in sorted(outcomes.rejected.items()):
+            rejected.add_metric([code], n)
+        yield rejected
+        dropped = CounterMetricFamily(
+            "svc_ingest_events_dropped",
+            "Valid events dropped on purpose (answered 200 with X-Svc-Dropped), by reason.",
+            labels=["reason"],
+        )
+        counts = {str(reason): 0 for reason in DropReason}
+        counts.update((str(reason), n) for reason, n in outcomes.dropped.items())
+        for reason, n in sorted(counts.items()):
+            dropped.add_metric([reason], n)
+        yield dropped
+        yield CounterMetricFamily(
+            "svc_cors_preflights",
+            "CORS preflight requests answered.",
+            value=getattr(self.state, "preflights", 0),
+        )
+        yield GaugeMetricFamily(
+            "svc_live_sessions", "Derived sessions held in memory.", value=pipeline["liveSessions"]
+        )
+        yield GaugeMetricFamily(
+            "svc_remembered_event_ids",
+            "eventIds remembered for deduplication.",
+            value=pipeline["rememberedEventIds"],
+        )
+
+    def _spool_and_loader(self, report: dict[str, Any]) -> Iterator[Metric]:
+        pipeline = report["pipeline"]
+        runtime = self.runtime
+        loader, spool = runtime.loader, runtime.spool
+        yield GaugeMetricFamily(
+            "svc_ready",
+            "1 while events are accepted (GET /health answers 200), else 0.",
+            value=1 if report["ready"] else 0,
+        )
+        yield GaugeMetricFamily(
+            "svc_spool_backlog_events",
+            "Events on disk not yet in the event store.",
+            value=loader.backlog_events,
+        )
+        yield GaugeMetricFamily(
+            "svc_spool_backlog_bytes",
+            "Bytes of events on disk not yet in the event store.",
+            value=loader.backlog_bytes,
+        )
+        yield GaugeMetricFamily(
+            "svc_spool_backlog_limit_bytes",
+            "SVC_SPOOL_MAX_BACKLOG_BYTES: past it, ingestion answers 503.",
+            value=runtime.settings.spool_max_backlog_bytes,
+        )
+        yield GaugeMetricFamily(
+            "svc_spool_backlog_segments",
+            "Closed spool segments waiting for the loader.",
+            value=len(spool.ready),
+        )
+        oldest = loader.oldest_waiting_ms
+        now = now_ms()
+        yield GaugeMetricFamily(
+            "svc_spool_oldest_waiting_seconds",
+            "Age of the oldest event not yet in the event store (0: none waits).",
+            value=max(0, now - oldest) / 1000 if oldest else 0.0,
+        )
+        yield GaugeMetricFamily(
+            "svc_spool_failing",
+            "1 when the spool's last write or fsync failed (ingestion answers 503).",
+            value=1 if spool.last_error else 0,
+        )
+        yield CounterMetricFamily(
+            "svc_spool_commits", "Group commits (one fdatasync each).", value=spool.commits
+        )
+        yield CounterMetricFamily(
+            "svc_spool_torn_tails_cut",
+            "Torn records cut from the end of a segment at start-up (a crash mid-write).",
+            value=spool.torn_tails_cut,
+        )
+        yield GaugeMetricFamily(
+            "svc_loader_lag_seconds",
+            "How far the event store is behind: every event received more than this long ago "
+            "is in it (the oldest in a request on its way to disk or in the spool).",
+            value=max(0, now - runtime.loaded_through_ms()) / 1000,
+        )
+        yield CounterMetricFamily(
+            "svc_loader_loaded_events",
+            "Events loaded into the event store.",
+            value=loader.loaded_events,
+        )
+        yield CounterMetricFamily(
+            "svc_loader_loaded_segments",
+            "Spool segments loaded into the event store.",
+            value=loader.loaded_segments,
+        )
+        yield GaugeMetricFamily(
+            "svc_loader_last_load_duration_seconds",
+            "Time the last segment took to load.",
+            value=(loader.last_load_ms or 0.0) / 1000,
+        )
+        yield GaugeMetricFamily(
+            "svc_loader_failing",
+            "1 while the loader cannot load (its last try failed: the store is down or "
+            "refuses), else 0. The events wait in the spool.",
+            value=1 if loader.last_error else 0,
+        )
+        yield GaugeMetricFamily(
+            "svc_loader_last_error_timestamp_seconds",
+            "When the loader last failed (Unix time; 0: never).",
+            value=loader.last_error_at or 0.0,
+        )
+        yield GaugeMetricFamily(
+            "svc_quarantined_records",
+            "Records the store refused, kept in the spool's quarantine/ (see svcm).",
+            value=pipeline["quarantinedRecords"],
+        )
+        yield GaugeMetricFamily(
+            "svc_quarantined_bytes",
+            "Bytes in the spool's quarantine/.",
+            value=pipeline["quarantinedBytes"],
+        )
+
+    def _rollups(self) -> Iterator[Metric]:
+        runtime = self.runtime
+        duration = SummaryMetricFamily(
+            "svc_rollup_duration_seconds",
+            "Passes that bring the daily rollups up to date (every SVC_ROLLUP_INTERVAL_SECONDS).",
+        )
+        duration.add_metric(
+            [],
+            count_value=getattr(runtime, "rollup_runs", 0),
+            sum_value=getattr(runtime, "rollup_seconds_total", 0.0),
+        )
+        yield duration
+        yield GaugeMetricFamily(
+            "svc_rollup_last_duration_seconds",
+            "Time the last rollup pass took.",
+            value=getattr(runtime, "rollup_last_seconds", 0.0),
+        )
+        yield CounterMetricFamily(
+            "svc_rollup_failures",
+            "Rollup passes that failed (the store is down; tried again later).",
+            value=getattr(runtime, "rollup_failures", 0),
+        )
+        yield CounterMetricFamily(
+            "svc_rollup_days", "Days rolled up.", value=runtime.rollups.days_computed
+        )
+
+    def _limits(self) -> Iterator[Metric]:
+        limits = getattr(self.state, "limits", None)
+        if limits is None:
+            return
+        limited = CounterMetricFamily(
+            "svc_rate_limited_requests",
+            "Requests refused 429 rate_limited, by rule (ingest_ip, ingest_project, read_key, "
+            "manage_credential, auth_failures_ip).",
+            labels=["rule"],
+        )
+        for rule, buckets in sorted(limits.buckets.items()):
+            limited.add_metric([rule], buckets.denied)
+        yield limited
+        yield CounterMetricFamily(
+            "svc_quota_refused_requests",
+            "POST /analytics refused 429 quota_exceeded before their body was read (events "
+            'refused in the body: svc_ingest_events_rejected_total{code="quota_exceeded"}).',
+            value=limits.quotas.refused_requests,
+        )
+        cut = CounterMetricFamily(
+            "svc_client_timeouts",
+            "Connections cut off for sending a request too slowly, by phase.",
+            labels=["phase"],
+        )
+        counts = {"headers": 0, "body": 0, **timeouts.COUNTS}
+        for phase, n in sorted(counts.items()):
+            cut.add_metric([phase], n)
+        yield cut
+
+    def _stores(self, report: dict[str, Any]) -> Iterator[Metric]:
+        for name, section, what in (
+            ("store", report["store"], "event store"),
+            ("metadata", report["metadata"], "metadata store"),
+        ):
+            yield GaugeMetricFamily(
+                f"svc_{name}_up",
+                f"1 when the {what} answered this scrape's probe, else 0.",
+                value=1 if section["reachable"] else 0,
+            )
+            latency = section.get("latencyMs")
+            yield GaugeMetricFamily(
+                f"svc_{name}_probe_seconds",
+                f"Time the {what} took to answer this scrape's probe (or to fail it).",
+                value=(latency or 0.0) / 1000,
+            )
+        yield GaugeMetricFamily(
+            "svc_metadata_lost",
+            "1 when the metadata database's file was deleted or replaced under the running "
+            "service (metadata writes answer 503 until it is restored and svc restarted).",
+            value=1 if report["metadata"].get("lost") else 0,
+        )
+
+    def _node(self, report: dict[str, Any]) -> Iterator[Metric]:
+        node = report["node"]
+        info = GaugeMetricFamily(
+            "svc_build_info",
+            "The node: version, id, kinds of event store and metadata store (always 1).",
+            labels=["version", "node", "store", "metadata"],
+        )
+        info.add_metric(
+            [__version__, node["id"], report["store"]["kind"], report["metadata"]["kind"]], 1
+        )
+        yield info
+        yield GaugeMetricFamily(
+            "svc_process_max_resident_memory_bytes",
+            "Peak resident memory of the process.",
+            value=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        )
+        yield GaugeMetricFamily(
+            "svc_uptime_seconds",
+            "Seconds since the service started.",
+            value=time.time() - self.runtime.started_at,
+        )

@@ -1,0 +1,160 @@
+"""GET /internal/metrics, the service's figures for Prometheus (svc.http.internal_metrics).
+
+Against the real server, scraped and parsed with prometheus-client's own parser: the figures
+move with events, errors and reads; the token guards them; without one the path is a 404.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from svc.app import create_app
+from svc.settings import Settings
+from tests.conftest import BROWSER_UA
+from tests.support import Server
+
+TOKEN = "metrics-" + "x" * 24
+SCRAPE = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    server = Server(
+        tmp_path_factory.mktemp("internal-metrics") / "data",
+        env={"SVC_INTERNAL_METRICS_TOKEN": TOKEN},
+    ).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def keys(srv: Server) -> dict[str, str]:
+    keys: dict[str, str] = srv.create_project("ops")["keys"]
+    return keys
+
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def scrape(srv: Server, **headers: str) -> Samples:
+    r = httpx.get(srv.url + "/internal/metrics", headers={**SCRAPE, **headers}, timeout=30)
+    assert r.status_code == 200, r.text
+    assert r.headers["content-type"].startswith("text/plain")
+    samples: Samples = {}
+    for family in text_string_to_metric_families(r.text):
+        for s in family.samples:
+            samples[(s.name, frozenset(s.labels.items()))] = s.value
+    return samples
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+def test_the_figures_move_with_events_errors_and_reads(srv: Server, keys: dict[str, str]) -> None:
+    before = scrape(srv)
+    for name in (
+        "svc_spool_backlog_events",
+        "svc_spool_backlog_bytes",
+        "svc_spool_oldest_waiting_seconds",
+        "svc_loader_lag_seconds",
+        "svc_quarantined_records",
+        "svc_rollup_duration_seconds_count",
+        "svc_store_probe_seconds",
+        "svc_metadata_probe_seconds",
+        "process_resident_memory_bytes",
+    ):
+        assert any(n == name for n, _ in before), f"{name} is not exposed"
+    ua = {"User-Agent": BROWSER_UA}
+    one = {"event": "page_view", "url": "https://ops.test/", "sessionId": "s1"}
+    assert srv.send(keys["public"], one, headers=ua).status_code == 200
+    batch = [{**one, "url": "/a"}, {**one, "url": "/b"}, {"event": "", "url": "/c"}]
+    r = srv.send(keys["secret"], batch, headers=ua)
+    assert r.status_code == 200 and r.json()["accepted"] == 2, r.text
+    bad = srv.send(keys["public"], {"event": "page_view"}, headers=ua)  # no url: 400
+    assert bad.status_code == 400
+    bot = srv.send(keys["public"], one, headers={"User-Agent": "curl/8.4.0"})
+    assert bot.status_code == 200
+    reason = bot.headers["x-svc-dropped"]
+    srv.wait_loaded()
+    srv.metrics(keys["secret"], **{"from": "2020-01-01"})
+    no_from = httpx.get(srv.url + "/metrics", headers={"Authorization": "Bearer " + keys["secret"]})
+    assert no_from.status_code == 400
+    assert httpx.get(srv.url + "/nope").status_code == 404
+    assert httpx.get(srv.url + "/projects/svc_proj_nope", headers=srv.admin()).status_code == 404
+    after = scrape(srv)
+
+    def moved(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    ingest = {"method": "POST", "route": "/analytics"}
+    assert moved("svc_http_requests_total", **ingest, status="200") == 3
+    assert moved("svc_http_requests_total", **ingest, status="400") == 1
+    assert moved("svc_ingest_request_duration_seconds_count") == 3  # the 200s
+    assert moved("svc_ingest_request_duration_seconds_bucket", le="+Inf") == 3
+    assert moved("svc_ingest_request_duration_seconds_sum") > 0
+    assert moved("svc_ingest_events_accepted_total") == 3
+    assert moved("svc_ingest_events_rejected_total", code="invalid_request") == 2
+    assert moved("svc_ingest_events_dropped_total", reason=reason) == 1
+    assert moved("svc_loader_loaded_events_total") >= 3
+    # the read: counted by route and status, timed by kind (its 400 counted, not timed)
+    read = {"method": "GET", "route": "/metrics"}
+    assert moved("svc_http_requests_total", **read, status="200") == 1
+    assert moved("svc_http_requests_total", **read, status="400") == 1
+    assert moved("svc_read_duration_seconds_count", kind="metrics") == 1
+    assert moved("svc_read_duration_seconds_count", kind="breakdown") == 0
+    # route templates, never raw paths
+    assert moved("svc_http_requests_total", method="GET", route="unmatched", status="404") == 1
+    project = {"method": "GET", "route": "/projects/{project_id}", "status": "404"}
+    assert moved("svc_http_requests_total", **project) == 1
+    assert not [labels for name, labels in after if ("route", "/nope") in labels]
+    # everything loaded, nothing quarantined, both stores answer
+    assert value(after, "svc_spool_backlog_events") == 0
+    assert value(after, "svc_spool_oldest_waiting_seconds") == 0
+    assert value(after, "svc_quarantined_records") == 0
+    assert value(after, "svc_loader_failing") == 0
+    assert value(after, "svc_store_up") == 1 and value(after, "svc_metadata_up") == 1
+    assert value(after, "svc_metadata_lost") == 0 and value(after, "svc_ready") == 1
+    assert value(after, "process_resident_memory_bytes") > 10_000_000
+    assert value(after, "svc_rate_limited_requests_total", rule="ingest_ip") == 0
+
+
+def test_openmetrics_on_request(srv: Server) -> None:
+    r = httpx.get(
+        srv.url + "/internal/metrics",
+        headers={**SCRAPE, "Accept": "application/openmetrics-text; version=1.0.0"},
+    )
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("application/openmetrics-text")
+    assert r.text.endswith("# EOF\n")
+
+
+def test_the_metrics_want_the_token(srv: Server) -> None:
+    url = srv.url + "/internal/metrics"
+    missing = httpx.get(url)
+    assert missing.status_code == 401
+    assert missing.json()["error"]["code"] == "missing_api_key"
+    assert missing.headers["www-authenticate"].startswith("Bearer")
+    for wrong in ("Bearer " + TOKEN[:-1] + "y", "Bearer " + srv.admin_token, "Basic " + TOKEN):
+        r = httpx.get(url, headers={"Authorization": wrong})
+        assert r.status_code == 401, wrong
+        assert "svc_http_requests" not in r.text  # nothing of the figures
+    assert httpx.get(url, headers=SCRAPE).status_code == 200
+
+
+def test_without_a_token_the_path_does_not_exist(server: Server) -> None:
+    r = httpx.get(server.url + "/internal/metrics", headers=SCRAPE)
+    assert r.status_code == 404
+    assert r.json()["error"]["code"] == "not_found"
+
+
+def test_a_short_token_is_refused_at_start(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="SVC_INTERNAL_METRICS_TOKEN"):
+        create_app(Settings(data_dir=tmp_path, internal_metrics_token="short"))
