@@ -1,14 +1,17 @@
 # The browser script (issue 4). Included from the main Makefile; paths are relative to the
 # repository root, where make runs.
 #
-#   make tracker        npm ci (when the lock file changed) and build src/svc/static/svc.js
-#                       when its sources are newer than it; fails above the size budget
-#   make tracker-size   print the built file's size: minified, gzip -9, brotli -q 11
-#   make tracker-check  rebuild into a temporary file and fail if the committed build differs
-#                       (CI: the committed svc.js is what `pip install .` serves)
+#   make tracker        npm ci (when the lock file changed) and build src/svc/static/svc.js and
+#                       the 31 builds with opt-in extensions, svc.<names>.js (issue 20), when
+#                       the sources are newer; fails above a size budget
+#   make tracker-size   print the sizes: the default build's, what each extension adds, the
+#                       largest combination's (minified, gzip -9, brotli -q 11)
+#   make tracker-check  rebuild into a temporary directory and fail if a committed build
+#                       differs or is missing or left over (CI: the committed files are what
+#                       `pip install .` serves)
 #
-# The built file is committed, so installing and running the service never needs Node. When
-# Node/npm are missing, `make tracker` warns and keeps the committed build.
+# The built files are committed, so installing and running the service never needs Node. When
+# Node/npm are missing, `make tracker` warns and keeps the committed builds.
 
 TRACKER_DIR    ?= tracker
 TRACKER_OUT    ?= src/svc/static/svc.js
@@ -39,15 +42,11 @@ $(TRACKER_OUT): $(TRACKER_SOURCES) $(TRACKER_MODULES)
 	fi
 
 tracker-size:
-	@$(TRACKER_PYTHON) -c "import gzip, sys, importlib.util as u; \
-	d = open(sys.argv[1], 'rb').read(); \
-	br = __import__('brotli') if u.find_spec('brotli') else None; \
-	print(f'{sys.argv[1]}: {len(d)} bytes minified, {len(gzip.compress(d, 9, mtime=0))} gzipped' \
-	  + (f', {len(br.compress(d, quality=11))} brotli' if br else '') \
-	  + ' (budget 1,024 / 600; Plausible 1,341 minified; Umami 2,442 / 1,399)')" $(TRACKER_OUT)
+	@$(TRACKER_PYTHON) $(TRACKER_DIR)/sizes.py $(dir $(TRACKER_OUT))
 
 tracker-check: $(TRACKER_MODULES)
-	@tmp=$$(mktemp --suffix=.js) && \
+	@tmp=$$(mktemp -d) && \
 	(cd $(TRACKER_DIR) && $(TRACKER_NODE) build.mjs --out=$$tmp) && \
-	if cmp -s $$tmp $(TRACKER_OUT); then echo "tracker: $(TRACKER_OUT) matches its sources"; rm -f $$tmp; \
-	else echo "tracker: $(TRACKER_OUT) is not the build of $(TRACKER_DIR)/src/svc.js: run make tracker and commit it" >&2; rm -f $$tmp; exit 1; fi
+	if diff -q $$tmp $(dir $(TRACKER_OUT)) 2>&1 | grep 'svc[.a-z0-9]*\.js' >&2; then \
+	  echo "tracker: the builds in $(dir $(TRACKER_OUT)) are not those of $(TRACKER_DIR)/src/svc.js: run make tracker and commit them" >&2; rm -rf $$tmp; exit 1; \
+	else echo "tracker: the 32 builds in $(dir $(TRACKER_OUT)) match their sources"; rm -rf $$tmp; fi
