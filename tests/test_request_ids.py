@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -24,7 +25,8 @@ import pytest
 from svc.app import create_app
 from svc.errors import InvalidRequest, request_id
 from svc.http.logs import JsonFormatter, RequestIdFilter, TextFormatter, uses_json
-from svc.http.observe import RequestObserver, RequestStats
+from svc.http.observe import HEADER, RequestObserver, RequestStats
+from svc.http.server import fast_path
 from svc.settings import Settings
 from tests.conftest import BROWSER_UA
 from tests.support import Server
@@ -229,3 +231,16 @@ def test_the_observer_costs_little_per_request(tmp_path: Path) -> None:
     added_us = (wrapped - bare) * 1e6
     print(f"\nobserver: {added_us:.2f} µs a request (bare app {bare * 1e6:.2f} µs)")
     assert added_us < 25  # generous: ~2 µs here; a shared machine may be slow
+
+
+def test_the_fast_path_writes_request_ids_without_caching_them() -> None:
+    """The HTTP server's fast path caches its checked header lines; a request id is new each
+    time (checked by the observer), so it is written as it is: no cache miss per request."""
+    protocol = SimpleNamespace(access_log=False, server_state=SimpleNamespace(default_headers=[]))
+    exchange = fast_path.Exchange(protocol, {}, keep_alive=True)  # type: ignore[arg-type]
+    exchange._start(200, [(b"content-length", b"2")])
+    cached = len(fast_path._LINES)
+    for i in range(100):
+        exchange._start(200, [(b"content-length", b"2"), (HEADER, b"%016x" % i)])
+    assert exchange._head.endswith(b"content-length: 2\r\nx-request-id: 0000000000000063\r\n\r\n")
+    assert len(fast_path._LINES) == cached

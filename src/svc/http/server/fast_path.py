@@ -47,6 +47,7 @@ from uvicorn.protocols.http.httptools_impl import (
 )
 from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
+from svc.http.observe import HEADER as _REQUEST_ID
 from svc.http.server.deadlines import SlowClientProtocol
 from svc.http.server.json_errors import JsonErrorProtocol, send_500
 
@@ -262,6 +263,9 @@ class Exchange:
             if kind:
                 close = self._special(kind, value) or close
         for name, value in headers:
+            if name is _REQUEST_ID:  # svc.http.observe's, checked there; new every time, so
+                content.append(b"x-request-id: %s\r\n" % value)  # not for _line's cache
+                continue
             kind, line = _line(name, value)
             content.append(line)
             if kind:
