@@ -1,4 +1,6 @@
-"""The browser script as served at /svc/js: size budget, headers, ETag/304, gzip and brotli.
+"""The browser script as served at /svc/js: size budget, headers, ETag/304, gzip and brotli; and
+its builds with opt-in extensions at /svc/js/<names> (issue 20): every combination's size, and
+the same serving.
 
 Runs on a tiny Starlette app that mounts ``serve_script`` alone, so it needs nothing else of
 the service.
@@ -9,6 +11,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import importlib.resources
+import itertools
 import re
 import warnings
 from collections.abc import Iterator
@@ -18,7 +21,7 @@ import pytest
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from svc.http.script import choose_encoding, serve_script
+from svc.http.script import EXTENSIONS, choose_encoding, parse_extensions, script_file, serve_script
 
 with warnings.catch_warnings():
     # Starlette 1.x warns that it would rather drive TestClient with httpx2; httpx works.
@@ -29,12 +32,35 @@ SPEC_LIMIT = 2048  # the specification: "a browser script under 2 KB"
 BUDGET_MINIFIED = 1024  # issue 4: the default build
 BUDGET_GZIPPED = 600
 
-SCRIPT = importlib.resources.files("svc").joinpath("static/svc.js").read_bytes()
+STATIC = importlib.resources.files("svc").joinpath("static")
+SCRIPT = STATIC.joinpath("svc.js").read_bytes()
+
+#: Every combination of the extensions (the empty one is the default build), sorted names.
+COMBINATIONS = [
+    c for n in range(len(EXTENSIONS) + 1) for c in itertools.combinations(EXTENSIONS, n)
+]
+#: A string that is in a build exactly when the extension is (its event's name).
+MARKERS = {
+    "404": b'"404"',
+    "downloads": b'"download"',
+    "engagement": b'"engagement"',
+    "outbound": b'"outbound"',
+    "vitals": b'"web_vitals"',
+}
+
+
+def build(extensions: tuple[str, ...]) -> bytes:
+    return importlib.resources.files("svc").joinpath(script_file(extensions)).read_bytes()
 
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[TestClient]:
-    app = Starlette(routes=[Route("/svc/js", serve_script, methods=["GET", "HEAD"])])
+    app = Starlette(
+        routes=[
+            Route("/svc/js", serve_script, methods=["GET", "HEAD"]),
+            Route("/svc/js/{extensions}", serve_script, methods=["GET", "HEAD"]),
+        ]
+    )
     with TestClient(app, base_url="http://svc.test") as c:
         yield c
 
@@ -203,3 +229,117 @@ def test_no_accept_encoding_gets_identity(client: TestClient) -> None:
 )
 def test_choose_encoding(header: str | None, expected: str) -> None:
     assert choose_encoding(header) == expected
+
+
+# --- the extensions' builds (issue 20) ---------------------------------------------------------
+
+
+def test_there_is_one_build_per_combination_and_no_other() -> None:
+    assert len(COMBINATIONS) == 32
+    built = {
+        f.name for f in STATIC.iterdir() if f.name.startswith("svc") and f.name.endswith(".js")
+    }
+    assert built == {script_file(c).removeprefix("static/") for c in COMBINATIONS}
+
+
+@pytest.mark.parametrize("extensions", COMBINATIONS, ids=lambda c: ",".join(c) or "default")
+def test_every_combination_is_under_the_specification_limit(extensions: tuple[str, ...]) -> None:
+    data = build(extensions)
+    assert 0 < len(data) <= SPEC_LIMIT, f"{len(data)} bytes minified > {SPEC_LIMIT}"
+    text = data.decode("utf-8")
+    assert text.count("\n") <= 1 and "sourceMappingURL" not in text
+    # The default build's wire contract is in every build.
+    for needle in ("/analytics?key=", "page_view", "sendBeacon", "svc_ignore", "projectId"):
+        assert needle in text, needle
+    # Each build has the code of its extensions, and of no other.
+    for name, marker in MARKERS.items():
+        assert (marker in data) == (name in extensions), name
+
+
+def test_each_extension_adds_to_the_default_build() -> None:
+    """What each extension adds, minified and gzipped (the figures in tracker/README.md)."""
+    base_gz = len(gzip.compress(SCRIPT, compresslevel=9, mtime=0))
+    for name in EXTENSIONS:
+        data = build((name,))
+        assert len(data) > len(SCRIPT)
+        assert len(gzip.compress(data, compresslevel=9, mtime=0)) > base_gz
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("engagement", ("engagement",)),
+        ("outbound,engagement", ("engagement", "outbound")),
+        ("vitals,404,vitals", ("404", "vitals")),
+        ("404,downloads,engagement,outbound,vitals", EXTENSIONS),
+    ],
+)
+def test_parse_extensions(path: str, expected: tuple[str, ...]) -> None:
+    assert parse_extensions(path) == expected
+
+
+def test_an_extended_build_is_served_like_the_default(client: TestClient) -> None:
+    expected = build(("engagement", "outbound"))
+    default = client.get("/svc/js", headers={"Accept-Encoding": "identity"})
+    r = client.get("/svc/js/engagement,outbound", headers={"Accept-Encoding": "identity"})
+    assert r.status_code == 200
+    assert r.content == expected
+    for name in (
+        "content-type",
+        "cache-control",
+        "vary",
+        "access-control-allow-origin",
+        "cross-origin-resource-policy",
+        "x-content-type-options",
+    ):
+        assert r.headers[name] == default.headers[name], name
+    assert r.headers["content-length"] == str(len(expected))
+    assert "set-cookie" not in r.headers
+    etag = r.headers["etag"]
+    assert re.fullmatch(r'"[0-9a-f]{16,}"', etag) and etag != default.headers["etag"]
+    assert hashlib.sha256(expected).hexdigest().startswith(etag.strip('"'))
+    # Any order, a repeated name: the same build, the same tag.
+    again = client.get(
+        "/svc/js/outbound,engagement,outbound", headers={"Accept-Encoding": "identity"}
+    )
+    assert again.content == expected and again.headers["etag"] == etag
+    # HEAD, 304, and the compressed representations with their own tags.
+    head = client.head("/svc/js/engagement,outbound", headers={"Accept-Encoding": "identity"})
+    assert head.status_code == 200 and head.content == b"" and head.headers["etag"] == etag
+    for encoding in ("identity", "gzip", "br"):
+        first = client.get("/svc/js/engagement,outbound", headers={"Accept-Encoding": encoding})
+        tag = first.headers["etag"]
+        r304 = client.get(
+            "/svc/js/outbound,engagement",
+            headers={"Accept-Encoding": encoding, "If-None-Match": tag},
+        )
+        assert r304.status_code == 304 and r304.content == b""
+    with client.stream(
+        "GET", "/svc/js/engagement,outbound", headers={"Accept-Encoding": "br"}
+    ) as s:
+        raw = b"".join(s.iter_raw())
+    assert s.headers["content-encoding"] == "br"
+    assert brotli.decompress(raw) == expected
+    gz = client.get("/svc/js/engagement,outbound", headers={"Accept-Encoding": "gzip"})
+    assert gz.headers["content-encoding"] == "gzip" and gz.content == expected
+
+
+@pytest.mark.parametrize(
+    ("path", "named"),
+    [
+        ("/svc/js/scroll", "`scroll`"),
+        ("/svc/js/engagement,", "``"),
+        ("/svc/js/Engagement", "`Engagement`"),
+        ("/svc/js/engagement;outbound", "`engagement;outbound`"),
+        ("/svc/js/svc.engagement.js", "`svc.engagement.js`"),
+    ],
+)
+def test_an_unknown_extension_is_a_404_naming_it(client: TestClient, path: str, named: str) -> None:
+    r = client.get(path)
+    assert r.status_code == 404
+    body = r.json()
+    assert body["ok"] is False
+    assert body["error"]["code"] == "not_found"
+    assert body["error"]["field"] == "extensions"
+    message = body["error"]["message"]
+    assert named in message and "engagement, outbound" in message

@@ -74,6 +74,7 @@ def create_app(settings: Settings) -> Starlette:
         Route("/projects/{project_id}/keys/{key_id}", projects.revoke_key, methods=["DELETE"]),
         Route("/projects/{project_id}/keys/{key_id}/rotate", projects.rotate_key, methods=["POST"]),
         Route("/svc/js", serve_script, methods=["GET", "HEAD"]),
+        Route("/svc/js/{extensions}", serve_script, methods=["GET", "HEAD"]),
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/", dashboard.dashboard_page, methods=["GET"]),
         Route("/dashboard", dashboard.dashboard_page, methods=["GET"]),

@@ -659,6 +659,31 @@ def _pages(settings: Settings) -> dict[str, Any]:
                 "responses": {"200": {"description": "Headers only."}},
             },
         },
+        "/svc/js/{extensions}": {
+            "parameters": [
+                _param(
+                    "extensions",
+                    "path",
+                    "Comma-separated opt-in extensions, any order: 404, downloads, engagement, "
+                    "outbound, vitals (tracker/README.md).",
+                    True,
+                )
+            ],
+            "get": {
+                "summary": "The browser script with opt-in extensions",
+                "responses": {
+                    "200": {
+                        "description": "JavaScript.",
+                        "content": {"application/javascript": {"schema": {"type": "string"}}},
+                    },
+                    **_errors(settings, 404),
+                },
+            },
+            "head": {
+                "summary": "The extended browser script's headers",
+                "responses": {"200": {"description": "Headers only."}, **_errors(settings, 404)},
+            },
+        },
         "/": html("The dashboard (sign in with a secret key or the admin token)"),
         "/dashboard": html("The dashboard"),
         "/dashboard/assets/{path}": {

@@ -1,9 +1,20 @@
-"""GET/HEAD /svc/js: the browser script.
+"""GET/HEAD /svc/js and /svc/js/{extensions}: the browser script.
 
 The minified script is built from ``tracker/src/svc.js`` (``make tracker``) and shipped in the
-package as ``svc/static/svc.js``, so a plain ``pip install`` serves it without Node. It is read
-once, on first use, and compressed then (gzip and brotli at their best levels: it is a few
+package as ``svc/static/svc.js``, so a plain ``pip install`` serves it without Node. Each file is
+read once, on first use, and compressed then (gzip and brotli at their best levels: it is a few
 hundred bytes, compressed once per process).
+
+Opt-in extensions (issue 20; ``tracker/README.md``): ``/svc/js/engagement,outbound`` serves the
+build with those extensions compiled in, ``svc/static/svc.<names>.js`` (the names sorted, joined
+by dots), one file per combination, each built and size-checked by ``tracker/build.mjs``. The
+names may come in any order; an unknown name is a 404 that names it. Every variant is served as
+the default script is: the same caching, ETag scheme and compression.
+
+Why a path and not a query string (``/svc/js?x=...``): caches and CDNs key on the path, but many
+leave the query string out of the cache key by default (CloudFront's managed CachingOptimized
+policy, Cloudflare's "ignore query string" level), and would then serve one variant for every
+query, silently; an edge that knows only ``/svc/js`` answers a 404 for the path instead.
 
 Caching: the URL ``/svc/js`` is embedded unversioned in customers' pages, so it cannot be
 ``immutable``: a new script has to reach every browser in bounded time. ``max-age=3600`` bounds
@@ -35,13 +46,17 @@ from starlette.responses import JSONResponse, Response
 
 from svc.errors import NotFound
 
-__all__ = ["CACHE_CONTROL", "serve_script"]
+__all__ = ["CACHE_CONTROL", "EXTENSIONS", "parse_extensions", "script_file", "serve_script"]
 
 CACHE_CONTROL = "public, max-age=3600, stale-while-revalidate=86400"
 MEDIA_TYPE = "application/javascript; charset=utf-8"
 
 # Server preference among equally acceptable encodings: smallest first.
 _PREFERENCE = ("br", "gzip", "identity")
+
+#: The browser script's opt-in extensions, sorted as in the built files' names; the same names
+#: as in ``tracker/build.mjs``.
+EXTENSIONS = ("404", "downloads", "engagement", "outbound", "vitals")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,10 +71,30 @@ class _Script:
     variants: dict[str, _Variant]  # by coding: "br", "gzip", "identity"
 
 
+def parse_extensions(text: str) -> tuple[str, ...]:
+    """The extensions named in ``/svc/js/{text}`` (comma-separated, any order), sorted and
+    without repeats; :class:`NotFound` naming the first unknown one."""
+    names = text.split(",")
+    for name in names:
+        if name not in EXTENSIONS:
+            shown = name if len(name) <= 40 else name[:40] + "..."
+            raise NotFound(
+                f"`{shown}` is not an extension of the browser script: the extensions are "
+                f"{', '.join(EXTENSIONS)}, comma-separated, e.g. /svc/js/engagement,outbound",
+                field="extensions",
+            )
+    return tuple(sorted(set(names)))
+
+
+def script_file(extensions: tuple[str, ...]) -> str:
+    """The built file of a (sorted) combination of extensions, in the package's ``static``."""
+    return f"static/svc.{'.'.join(extensions)}.js" if extensions else "static/svc.js"
+
+
 @cache
-def _load() -> _Script:
-    """Reads the built script from the package and compresses it, once per process."""
-    source = importlib.resources.files("svc").joinpath("static/svc.js").read_bytes()
+def _load(extensions: tuple[str, ...] = ()) -> _Script:
+    """Reads a built script from the package and compresses it, once per process."""
+    source = importlib.resources.files("svc").joinpath(script_file(extensions)).read_bytes()
     tag = hashlib.sha256(source).hexdigest()[:20]
     compressed_br: bytes = brotli.compress(source, mode=brotli.MODE_TEXT, quality=11)
     compressed_gz = gzip.compress(source, compresslevel=9, mtime=0)
@@ -124,9 +159,13 @@ def _etag_matches(if_none_match: str, etag: str) -> bool:
 
 
 async def serve_script(request: Request) -> Response:
-    """Serves the browser script: GET and HEAD, conditional (304) and compressed (br, gzip)."""
+    """Serves the browser script: GET and HEAD, conditional (304) and compressed (br, gzip);
+    with ``{extensions}`` in the path, the build with those extensions."""
+    extensions = request.path_params.get("extensions")
     try:
-        script = _load()
+        script = _load(() if extensions is None else parse_extensions(extensions))
+    except NotFound as exc:
+        return JSONResponse(exc.body(), status_code=404)
     except FileNotFoundError:  # a package built without `make tracker`
         return JSONResponse(
             NotFound("The browser script is not built into this installation.").body(),
