@@ -45,6 +45,10 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-sync",
     "--host-resolver-rules=MAP *.test 127.0.0.1",
+    # A real browser's user agent for every request, including the beacons a page sends as it
+    # is left, which Playwright's per-page override no longer reaches ("HeadlessChrome" is
+    # dropped by the service's bot filter on purpose).
+    f"--user-agent={BROWSER_UA}",
 ]
 
 
@@ -190,10 +194,12 @@ class Collector:
 
 
 class Site:
-    """Serves test pages registered by the tests, on site.test, 127.0.0.1 and localhost."""
+    """Serves test pages registered by the tests, on site.test, 127.0.0.1 and localhost; and
+    other files (images), each with its content type and an optional delay before the answer."""
 
     def __init__(self) -> None:
         self.pages: dict[str, str] = {}
+        self.files: dict[str, tuple[str, bytes, float]] = {}
         site = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -203,7 +209,17 @@ class Site:
                 pass
 
             def do_GET(self) -> None:
-                page = site.pages.get(urlsplit(self.path).path)
+                path = urlsplit(self.path).path
+                if path in site.files:
+                    content_type, data, delay = site.files[path]
+                    time.sleep(delay)
+                    self.send_response(200)
+                    self.send_header("Content-Type", content_type)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
+                page = site.pages.get(path)
                 body = (page or "not found").encode()
                 self.send_response(200 if page is not None else 404)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
@@ -226,6 +242,11 @@ class Site:
             f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(path)}</title>"
             f"{head}</head><body>{body}</body></html>"
         )
+        return self.url(path)
+
+    def add_file(self, path: str, content_type: str, data: bytes, delay: float = 0.0) -> str:
+        """Registers a file served after ``delay`` seconds; returns its URL on site.test."""
+        self.files[path] = (content_type, data, delay)
         return self.url(path)
 
     def close(self) -> None:
