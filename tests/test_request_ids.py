@@ -244,3 +244,37 @@ def test_the_fast_path_writes_request_ids_without_caching_them() -> None:
         exchange._start(200, [(b"content-length", b"2"), (HEADER, b"%016x" % i)])
     assert exchange._head.endswith(b"content-length: 2\r\nx-request-id: 0000000000000063\r\n\r\n")
     assert len(fast_path._LINES) == cached
+
+
+def test_an_unhandled_error_is_logged_by_route_not_path(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The log line of a 500 names the route's template: a path may hold a share token."""
+    from starlette.requests import Request
+
+    from svc.app import unexpected_error
+
+    app = create_app(Settings(data_dir=tmp_path))
+    route = next(r for r in app.routes if getattr(r, "path", "") == "/share/{token}")
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": "/share/svc_share_SECRET",
+        "headers": [],
+        "query_string": b"",
+        "route": route,
+        "app": app,
+    }
+    token = request_id.set("rid-500")
+    try:
+        with caplog.at_level(logging.ERROR, logger="svc"):
+            try:
+                raise RuntimeError("boom")
+            except RuntimeError as exc:
+                answer = asyncio.run(unexpected_error(Request(scope), exc))
+    finally:
+        request_id.reset(token)
+    assert answer.status_code == 500
+    assert json.loads(bytes(answer.body))["error"]["requestId"] == "rid-500"
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "GET /share/{token}" in logged and "SECRET" not in logged

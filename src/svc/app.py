@@ -123,7 +123,9 @@ async def api_error(request: Request, exc: Exception) -> Response:
 
 
 async def unexpected_error(request: Request, exc: Exception) -> Response:
-    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    # the route's template, not the path: a path may hold a share token or a project's id
+    route = getattr(request.scope.get("route"), "path", "(no route)")
+    log.exception("unhandled error on %s %s", request.method, route)
     # Starlette raises the error again once this answer is sent, and uvicorn then closes the
     # connection: the answer says so.
     return error_response(
