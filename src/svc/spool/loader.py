@@ -77,6 +77,9 @@ class Loader:
         self.last_error: str | None = None
         self.last_error_at: float | None = None
         self.last_load_ms: float | None = None
+        #: Held while a segment is loaded: who holds it (a backup, svc.backup) knows that no
+        #: segment is half-way between the spool and the store until it lets go.
+        self.hold = asyncio.Lock()
 
     def notify(self) -> None:
         self._wake.set()
@@ -232,6 +235,10 @@ class Loader:
         return True
 
     async def _load_one(self, segment: Segment) -> bool:
+        async with self.hold:
+            return await self._load_held(segment)
+
+    async def _load_held(self, segment: Segment) -> bool:
         started = time.perf_counter()
         try:
             found = await asyncio.to_thread(read_segment, segment)

@@ -172,7 +172,14 @@ def connect(settings: Settings) -> Client:
             dsn=settings.clickhouse_url, autogenerate_session_id=False
         )
     settings.chdb_path.mkdir(parents=True, exist_ok=True)
-    return clickhouse_connect.get_client(dsn=f"chdb://{settings.chdb_path.resolve()}")
+    return clickhouse_connect.get_client(
+        dsn=f"chdb://{settings.chdb_path.resolve()}", chdb_options=CHDB_OPTIONS
+    )
+
+
+#: The embedded engine's start-up options: ``BACKUP ... TO File(path)`` and ``RESTORE`` may
+#: name any path (svc.backup; only svc's own statements reach the engine).
+CHDB_OPTIONS = {"backups.allowed_path": "/"}
 
 
 class EventStore:
