@@ -75,10 +75,16 @@ UNITS: tuple[Unit, ...] = (
         ("auth", "credentials", "limits", "meta", "runtime"),
     ),
     Unit(
+        "backup",
+        "backups of the running service, and their restore into an empty data directory",
+        ("meta", "runtime", "spool", "storage"),
+    ),
+    Unit(
         "http",
         "thin handlers, the one POST /analytics handler, the limits middleware, the HTTP server",
         (
             "auth",
+            "backup",
             "credentials",
             "ingestion",
             "limits",

@@ -18,6 +18,7 @@ from starlette.routing import Route
 
 from svc.errors import ApiError, MethodNotAllowed, NotFound
 from svc.http import analytics, dashboard, export, health, internal_metrics, metrics, projects
+from svc.http.backup import ROUTES as BACKUP_ROUTES
 from svc.http.common import error_response, json_response
 from svc.http.logs import show_generated_admin_token
 from svc.http.observe import RequestStats
@@ -62,6 +63,7 @@ def create_app(settings: Settings) -> Starlette:
         Route("/metrics/errors", metrics.get_errors, methods=["GET"]),
         Route("/metrics/properties", metrics.get_properties, methods=["GET"]),
         Route("/health", health.get_health, methods=["GET"]),
+        *BACKUP_ROUTES,
         Route(internal_metrics.PATH, internal_metrics.get_internal_metrics, methods=["GET"]),
         Route("/export", export.get_export, methods=["GET"]),
         Route("/projects", projects.create_project, methods=["POST"]),

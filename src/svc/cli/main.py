@@ -47,7 +47,17 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from svc.cli import admin, completion, deploy, events, metrics, projects, serve, transfer
+    from svc.cli import (
+        admin,
+        backup,
+        completion,
+        deploy,
+        events,
+        metrics,
+        projects,
+        serve,
+        transfer,
+    )
     from svc.cli.common import Formatter, connection_options, output_options
 
     parser = Parser(
@@ -78,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     transfer.register(sub)
     events.register(sub)
     deploy.register(sub)
+    backup.register(sub)
     completion.register(sub, parser)
     return parser
 

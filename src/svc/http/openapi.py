@@ -742,6 +742,24 @@ def _paths(settings: Settings) -> dict[str, Any]:
                 },
             }
         },
+        "/internal/backup": {  # svc.http.backup; docs/operations.md, Backups and restore
+            "post": {
+                "summary": "Take a backup (admin token; body: to, keep?, full?)",
+                "security": secured,
+                "responses": {
+                    "201": {"description": "The backup's manifest."},
+                    **_errors(settings, 400, 401, 403, 409),
+                },
+            },
+            "get": {
+                "summary": "List the backups in `to` (admin token)",
+                "security": secured,
+                "responses": {
+                    "200": {"description": "The backups' manifests."},
+                    **_errors(settings, 400, 401, 403),
+                },
+            },
+        },
         **_projects(settings, secured),
         **_pages(settings),
         "/internal/metrics": {

@@ -1,0 +1,82 @@
+"""/internal/backup: backups of the running service, for the admin token only
+(``svcm backup``; what a backup holds: :mod:`svc.backup`).
+
+- ``POST /internal/backup`` ``{"to": "/abs/dir", "keep": N?, "full": false?}``: take one into a
+  new directory under ``to`` (on the server's machine); 201 with its manifest.
+- ``GET /internal/backup?to=/abs/dir``: the backups there, oldest first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from svc.backup import catalog, take
+from svc.errors import ApiError, Forbidden, InvalidRequest
+from svc.http.common import error_response, json_body, json_response, principal_of, runtime_of
+
+PATH = "/internal/backup"
+MAX_KEEP = 10_000
+
+
+async def _admin(request: Request) -> None:
+    if not (await principal_of(request)).is_admin:
+        raise Forbidden("only the admin token may take or list backups")
+
+
+def _target(value: Any) -> Path:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidRequest("`to` is required: an absolute directory path", field="to")
+    if "://" in value:
+        raise InvalidRequest(
+            "`to`: only a directory on the server's machine is supported (not S3 yet)",
+            field="to",
+        )
+    if "\0" in value:
+        raise InvalidRequest("`to` holds a NUL character", field="to")
+    return Path(value)
+
+
+async def post_backup(request: Request) -> Response:
+    try:
+        await _admin(request)
+        body = await json_body(request)
+        unknown = sorted(set(body) - {"to", "keep", "full"})
+        if unknown:
+            raise InvalidRequest(f"unknown field `{unknown[0]}`", field=unknown[0])
+        to = _target(body.get("to"))
+        keep = body.get("keep")
+        if keep is not None and (
+            not isinstance(keep, int) or isinstance(keep, bool) or not 1 <= keep <= MAX_KEEP
+        ):
+            raise InvalidRequest(f"`keep` must be an integer from 1 to {MAX_KEEP}", field="keep")
+        full = body.get("full", False)
+        if not isinstance(full, bool):
+            raise InvalidRequest("`full` must be true or false", field="full")
+        manifest = await take.take(runtime_of(request), to, keep=keep, full=full)
+    except ApiError as exc:
+        return error_response(exc)
+    return json_response(manifest, 201)
+
+
+async def list_backups(request: Request) -> Response:
+    try:
+        await _admin(request)
+        to = _target(request.query_params.get("to"))
+        if not to.is_absolute():
+            raise InvalidRequest("`to` must be an absolute directory path", field="to")
+        complete, incomplete = await asyncio.to_thread(catalog.scan, to)
+    except ApiError as exc:
+        return error_response(exc)
+    return json_response({"to": str(to), "backups": complete, "incomplete": incomplete})
+
+
+ROUTES = [
+    Route(PATH, post_backup, methods=["POST"]),
+    Route(PATH, list_backups, methods=["GET"]),
+]
