@@ -6,6 +6,7 @@ move with events, errors and reads; the token guards them; without one the path 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -158,3 +159,12 @@ def test_without_a_token_the_path_does_not_exist(server: Server) -> None:
 def test_a_short_token_is_refused_at_start(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="SVC_INTERNAL_METRICS_TOKEN"):
         create_app(Settings(data_dir=tmp_path, internal_metrics_token="short"))
+
+
+def test_every_metric_the_operations_guide_names_is_exposed(srv: Server) -> None:
+    """docs/operations.md (its table, scrape config and alerts) names only real metrics."""
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "operations.md").read_text()
+    named = set(re.findall(r"\b(svc_[a-z_]+[a-z])\b", doc))
+    exposed = {name for name, _ in scrape(srv)}
+    missing = {name for name in named if name not in exposed and f"{name}_count" not in exposed}
+    assert len(named) > 40 and not missing, sorted(missing)

@@ -311,7 +311,9 @@ class ServiceCollector:
             value=getattr(runtime, "rollup_failures", 0),
         )
         yield CounterMetricFamily(
-            "svc_rollup_days", "Days rolled up.", value=runtime.rollups.days_computed
+            "svc_rollup_computations",
+            "Days whose rollups were computed (a day again when late events changed it).",
+            value=runtime.rollups.days_computed,
         )
 
     def _limits(self) -> Iterator[Metric]:
