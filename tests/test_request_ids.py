@@ -55,6 +55,7 @@ def test_every_answer_has_a_request_id_and_errors_say_it(srv: Server, keys: dict
     again = srv.send(keys["public"], {"event": "page_view", "url": "/y"}, headers=ua)
     assert ok.status_code == again.status_code == 200
     assert len(ok.headers["x-request-id"]) == 16
+    assert "X-Request-Id" in ok.headers["access-control-expose-headers"]  # browsers read it
     assert ok.headers["x-request-id"] != again.headers["x-request-id"]
     # the fast path's errors, the limits', Starlette's and the handlers'
     errors = [

@@ -23,7 +23,7 @@ CORS_HEADERS = {
     "Access-Control-Allow-Methods": "GET, POST, PATCH, DELETE, OPTIONS",
     "Access-Control-Allow-Headers": "Authorization, Content-Type",
     "Access-Control-Expose-Headers": "Retry-After, X-Svc-Dropped, RateLimit-Limit, "
-    "RateLimit-Remaining, RateLimit-Reset, RateLimit-Policy, Svc-Quota-Warning",
+    "RateLimit-Remaining, RateLimit-Reset, RateLimit-Policy, Svc-Quota-Warning, X-Request-Id",
     "Access-Control-Max-Age": "86400",
 }
 
