@@ -8,6 +8,12 @@
 //                          origin's answer is the answer (a 200 means the event is on its disk)
 //   GET|HEAD /svc/js       the browser script, from the origin, kept here and revalidated with
 //                          its ETag
+//   GET|HEAD /svc/js/<names>
+//                          its builds with opt-in extensions (`engagement,outbound`): each
+//                          kept and revalidated on its own, under the path with the names
+//                          sorted and without repeats (the origin serves the same bytes for
+//                          every order); a malformed list is the origin's 404 answered here, a
+//                          well-formed unknown name the origin's 404 passed on (not kept)
 //
 // When the origin cannot be reached: 503 {"ok":false,"error":{"code":"unavailable",...}} with
 // Retry-After. See docs/edge.md.
@@ -71,7 +77,7 @@ export const CORS: Record<string, string> = {
   'Access-Control-Allow-Methods': 'GET, POST, PATCH, DELETE, OPTIONS',
   'Access-Control-Allow-Headers': 'Authorization, Content-Type',
   'Access-Control-Expose-Headers':
-    'Retry-After, X-Svc-Dropped, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, RateLimit-Policy, Svc-Quota-Warning',
+    'Retry-After, X-Svc-Dropped, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, RateLimit-Policy, Svc-Quota-Warning, X-Request-Id',
   'Access-Control-Max-Age': '86400',
 };
 
@@ -106,6 +112,41 @@ interface CachedScript {
   body: Uint8Array<ArrayBuffer>;
   headers: [string, string][];
   freshUntil: number;
+}
+
+/** How many scripts are kept at most, the least recently served dropped first: the origin
+ * builds 32 (src/svc/http/script.py EXTENSIONS: every combination of 5), kept under their
+ * canonical paths, so 64 leaves room for builds to come without letting requests grow memory. */
+export const MAX_KEPT_SCRIPTS = 64;
+
+/** One extension's name as the origin could ever name it (lower-case letters, digits, `-`). */
+const EXTENSION_NAME = /^[a-z0-9-]{1,40}$/;
+/** The longest name list taken: all five names are 39 characters. */
+const MAX_NAMES_CHARS = 256;
+
+/** `/svc/js` or `/svc/js/<names>`: the canonical path to keep and fetch (names sorted, without
+ * repeats, as the origin's parse_extensions reads them), `{ bad }` when the list cannot name an
+ * extension (the origin's 404 for it, answered here), null for any other path. */
+export function scriptPath(pathname: string): { path: string } | { bad: string } | null {
+  if (pathname === '/svc/js') return { path: pathname };
+  if (!pathname.startsWith('/svc/js/')) return null;
+  let names: string;
+  try {
+    names = decodeURIComponent(pathname.slice('/svc/js/'.length));
+  } catch {
+    names = '\u0000';
+  }
+  const list = names.split(',');
+  const bad = names.length > MAX_NAMES_CHARS ? names : list.find((n) => !EXTENSION_NAME.test(n));
+  if (bad !== undefined) {
+    const shown = bad.length <= 40 ? bad : bad.slice(0, 40) + '...';
+    return {
+      bad:
+        `\`${shown}\` is not an extension of the browser script: the extensions are lower-case ` +
+        'names, comma-separated, e.g. /svc/js/engagement,outbound',
+    };
+  }
+  return { path: '/svc/js/' + [...new Set(list)].sort().join(',') };
 }
 
 export type Handler = ((request: Request, visitor: Visitor | null) => Promise<Response>) & {
@@ -159,8 +200,15 @@ function maxAge(cacheControl: string | null): number {
 
 export function createHandler(config: EdgeConfig): Handler {
   const limits: Limits = { maxBodyBytes: config.maxBodyBytes, maxBatchEvents: config.maxBatchEvents };
-  let script: CachedScript | null = null;
-  let refreshing: Promise<string> | null = null;
+  // The kept scripts by canonical path, least recently served first; one refresh in flight
+  // per path, shared by every request that finds it stale.
+  const scripts = new Map<string, CachedScript>();
+  const refreshing = new Map<string, Promise<[string, CachedScript]>>();
+  const keep = (path: string, script: CachedScript): void => {
+    scripts.delete(path);
+    scripts.set(path, script);
+    while (scripts.size > MAX_KEPT_SCRIPTS) scripts.delete(scripts.keys().next().value!);
+  };
 
   const json = (status: number, body: ErrorBody, extra: Record<string, string> = {}): Response =>
     new Response(JSON.stringify(body), {
@@ -266,51 +314,59 @@ export function createHandler(config: EdgeConfig): Handler {
     return [new Response(data, { status: answer.status, headers: out }), sent - start, now() - sent];
   }
 
-  /** Refresh the kept script from the origin: MISS, REVALIDATED, or throws. */
-  async function refresh(): Promise<string> {
+  /** Refresh the script kept under `path` from the origin: MISS or REVALIDATED, and the script
+   * now kept; throws when the origin cannot be reached or does not answer 200 or 304. */
+  async function refresh(path: string): Promise<[string, CachedScript]> {
+    const script = scripts.get(path);
     const headers: Record<string, string> = { 'accept-encoding': 'identity' };
     if (script) headers['if-none-match'] = script.etag;
-    const answer = await originFetch('/svc/js', { method: 'GET', headers });
+    const answer = await originFetch(path, { method: 'GET', headers });
     const now = Date.now();
     const ttl = (cc: string | null) => (config.scriptTtlSeconds >= 0 ? config.scriptTtlSeconds : maxAge(cc)) * 1000;
     if (answer.status === 304 && script) {
       await answer.arrayBuffer().catch(() => null);
       script.freshUntil = now + ttl(answer.headers.get('cache-control'));
-      return 'REVALIDATED';
+      keep(path, script);
+      return ['REVALIDATED', script];
     }
-    if (answer.status !== 200) throw new OriginStatus(answer);
+    if (answer.status !== 200) throw await OriginStatus.read(answer);
     const body = new Uint8Array(await answer.arrayBuffer());
     const kept: [string, string][] = [];
     for (const name of SCRIPT_HEADERS) {
       const v = answer.headers.get(name);
       if (v !== null) kept.push([name, v]);
     }
-    script = {
+    const fresh: CachedScript = {
       etag: answer.headers.get('etag') ?? '',
       body,
       headers: kept,
       freshUntil: now + ttl(answer.headers.get('cache-control')),
     };
-    return 'MISS';
+    keep(path, fresh);
+    return ['MISS', fresh];
   }
 
-  async function serveScript(request: Request): Promise<Response> {
+  async function serveScript(request: Request, path: string): Promise<Response> {
     let state = 'HIT';
-    if (!script || Date.now() >= script.freshUntil) {
-      refreshing ??= refresh().finally(() => {
-        refreshing = null;
-      });
+    let kept = scripts.get(path);
+    if (!kept || Date.now() >= kept.freshUntil) {
+      let pending = refreshing.get(path);
+      if (!pending) {
+        pending = refresh(path).finally(() => refreshing.delete(path));
+        refreshing.set(path, pending);
+      }
       try {
-        state = await refreshing;
+        [state, kept] = await pending;
       } catch (e) {
-        if (!script) {
+        if (!kept) {
           if (e instanceof OriginStatus) return e.passOn(config.platform);
           return unavailable(e instanceof Error && e.name === 'TimeoutError' ? 'timed out' : 'no connection');
         }
         state = 'STALE'; // the origin is away: serve what we have (stale-if-error)
       }
+    } else {
+      keep(path, kept); // served: the most recently used
     }
-    const kept = script!;
     const headers = new Headers(kept.headers);
     headers.set('svc-edge', `${config.platform}; script`);
     headers.set('svc-edge-cache', state);
@@ -333,27 +389,48 @@ export function createHandler(config: EdgeConfig): Handler {
         allow: 'POST, OPTIONS',
       });
     }
-    if (url.pathname === '/svc/js') {
-      if (method === 'GET' || method === 'HEAD') return serveScript(request);
-      return json(405, errorBody(405, 'method_not_allowed', `${method} is not allowed on /svc/js; use GET`), {
-        allow: 'GET, HEAD',
-      });
+    const script = scriptPath(url.pathname);
+    if (script !== null) {
+      if (method !== 'GET' && method !== 'HEAD') {
+        return json(405, errorBody(405, 'method_not_allowed', `${method} is not allowed on ${url.pathname}; use GET`), {
+          allow: 'GET, HEAD',
+        });
+      }
+      if ('bad' in script) return json(404, errorBody(404, 'not_found', script.bad, 'extensions'));
+      return serveScript(request, script.path);
     }
-    return json(404, errorBody(404, 'not_found', `${url.pathname} is not served here: this edge serves POST /analytics and GET /svc/js`));
+    return json(
+      404,
+      errorBody(
+        404,
+        'not_found',
+        `${url.pathname} is not served here: this edge serves POST /analytics, GET /svc/js and GET /svc/js/<extensions>`,
+      ),
+    );
   };
   return Object.assign(handle, { config });
 }
 
+/** The origin's answer other than 200 or 304 to a script's refresh, read whole: every request
+ * that waited on that refresh passes on a copy (a 404 naming an unknown extension). */
 class OriginStatus extends Error {
-  constructor(readonly answer: Response) {
-    super(`origin answered ${answer.status}`);
+  private constructor(
+    readonly status: number,
+    readonly headers: [string, string][],
+    readonly body: ArrayBuffer,
+  ) {
+    super(`origin answered ${status}`);
   }
-  async passOn(platform: string): Promise<Response> {
-    const headers = new Headers();
-    this.answer.headers.forEach((v, k) => {
-      if (!HOP.has(k)) headers.append(k, v);
+  static async read(answer: Response): Promise<OriginStatus> {
+    const headers: [string, string][] = [];
+    answer.headers.forEach((v, k) => {
+      if (!HOP.has(k)) headers.push([k, v]);
     });
+    return new OriginStatus(answer.status, headers, await answer.arrayBuffer());
+  }
+  passOn(platform: string): Response {
+    const headers = new Headers(this.headers);
     headers.set('svc-edge', `${platform}; forwarded`);
-    return new Response(await this.answer.arrayBuffer(), { status: this.answer.status, headers });
+    return new Response(this.body.slice(0), { status: this.status, headers });
   }
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -56,7 +57,9 @@ def run_generated(platform: str, out: Path, tmp: Path, origin: str) -> Edge:
     """The generated files run as they are, each in its runtime."""
     port = free_port()
     if platform == "cloudflare-workers":
-        toml = tomllib.loads((out / "wrangler.toml").read_text())
+        text = (out / "wrangler.toml").read_text()
+        assert '#           { pattern = "example.com/svc/js*", zone_name' in text
+        toml = tomllib.loads(text)
         bindings = dict(toml["vars"])
         for line in (out / ".dev.vars").read_text().splitlines():
             name, _, value = line.partition("=")
@@ -67,7 +70,10 @@ def run_generated(platform: str, out: Path, tmp: Path, origin: str) -> Edge:
     if platform == "vercel-edge":
         output = out / ".vercel" / "output"
         routes = json.loads((output / "config.json").read_text())["routes"]
-        assert {r["src"] for r in routes} == {"^/analytics$", "^/svc/js$"}
+        assert {r["src"] for r in routes} == {"^/analytics$", "^/svc/js(/.*)?$"}
+        routed = ["/analytics", "/svc/js", "/svc/js/engagement", "/svc/js/404,outbound"]
+        assert [p for p in routed if not any(re.match(r["src"], p) for r in routes)] == []
+        assert not any(re.match(r["src"], "/svc/jsx") for r in routes)
         func = output / "functions" / "svc-edge.func"
         assert json.loads((func / ".vc-config.json").read_text())["runtime"] == "edge"
         cmd = ["node", str(EDGE / "test" / "edge-runtime-server.mjs"), str(func / "index.js")]
@@ -76,7 +82,7 @@ def run_generated(platform: str, out: Path, tmp: Path, origin: str) -> Edge:
         template = (out / "template.yaml").read_text()
         needed = (
             "PathPattern: /analytics",
-            "PathPattern: /svc/js",
+            "PathPattern: /svc/js*\n",
             "EventType: origin-request",
             "IncludeBody: true",
             "Runtime: nodejs20.x",
@@ -132,6 +138,11 @@ def test_a_generated_bundle_runs_in_front_of_the_origin(
         assert bad.status_code == 400 and bad.headers["svc-edge"].endswith("answered")
         script = httpx.get(edge.url + "/svc/js")
         assert script.status_code == 200 and b"sendBeacon" in script.content
+        build = httpx.get(edge.url + "/svc/js/engagement")
+        direct = httpx.get(
+            bare_origin.url + "/svc/js/engagement", headers={"accept-encoding": "identity"}
+        )
+        assert build.status_code == 200 and build.content == direct.content
     finally:
         edge.stop()
     bare_origin.wait_loaded()

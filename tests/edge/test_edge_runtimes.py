@@ -188,26 +188,85 @@ def test_forged_edge_headers_are_not_passed_on(edge: Edge, origin: Server) -> No
     assert event["country"] == ("NL" if has_location(edge.platform) else "")
 
 
+# The default script and a build with an extension: each kept and revalidated on its own
+SCRIPTS = ("/svc/js", "/svc/js/engagement")
+
+
 def test_the_script_is_served_and_revalidated(edge: Edge, origin: Server) -> None:
-    direct = httpx.get(origin.url + "/svc/js", headers={"accept-encoding": "identity"})
+    direct = {
+        path: httpx.get(origin.url + path, headers={"accept-encoding": "identity"})
+        for path in SCRIPTS
+    }
+    assert all(d.status_code == 200 for d in direct.values())
+    assert direct["/svc/js"].content != direct["/svc/js/engagement"].content
     # the first request may find the script kept by an earlier one: wait until it is stale
     time.sleep(1.1)
-    first = httpx.get(edge.url + "/svc/js")
-    assert first.status_code == 200
-    assert first.headers["svc-edge-cache"] in ("MISS", "REVALIDATED")
-    assert first.content == direct.content
-    assert first.headers["etag"] == direct.headers["etag"]
-    assert first.headers["content-type"].startswith("application/javascript")
-    assert first.headers["cache-control"] == direct.headers["cache-control"]
-    again = httpx.get(edge.url + "/svc/js", headers={"if-none-match": first.headers["etag"]})
-    assert again.status_code == 304 and again.headers["svc-edge-cache"] == "HIT"
-    assert again.content == b""
+    first = {path: httpx.get(edge.url + path) for path in SCRIPTS}
+    for path, answer in first.items():
+        assert answer.status_code == 200, (path, answer.text)
+        assert answer.headers["svc-edge-cache"] in ("MISS", "REVALIDATED")
+        assert answer.content == direct[path].content, path
+        assert answer.headers["etag"] == direct[path].headers["etag"]
+        assert answer.headers["content-type"].startswith("application/javascript")
+        assert answer.headers["cache-control"] == direct[path].headers["cache-control"]
+    for path in SCRIPTS:
+        etag = first[path].headers["etag"]
+        again = httpx.get(edge.url + path, headers={"if-none-match": etag})
+        assert again.status_code == 304 and again.headers["svc-edge-cache"] == "HIT", path
+        assert again.content == b""
+        # the other path's validator is not this one's
+        other = first[SCRIPTS[1 - SCRIPTS.index(path)]].headers["etag"]
+        assert httpx.get(edge.url + path, headers={"if-none-match": other}).status_code == 200
     time.sleep(1.1)  # kept 1 s in these tests: the next request revalidates with the origin
-    later = httpx.get(edge.url + "/svc/js")
-    assert later.status_code == 200 and later.headers["svc-edge-cache"] == "REVALIDATED"
-    assert later.content == direct.content
-    head = httpx.head(edge.url + "/svc/js")
-    assert head.status_code == 200 and head.content == b""
+    for path in SCRIPTS:
+        later = httpx.get(edge.url + path)
+        assert later.status_code == 200 and later.headers["svc-edge-cache"] == "REVALIDATED"
+        assert later.content == direct[path].content
+        head = httpx.head(edge.url + path)
+        assert head.status_code == 200 and head.content == b""
+
+
+def test_the_extension_builds_are_kept_by_their_names(edge: Edge, origin: Server) -> None:
+    direct = httpx.get(
+        origin.url + "/svc/js/engagement,outbound", headers={"accept-encoding": "identity"}
+    )
+    assert direct.status_code == 200
+    # any order, repeats, or the comma percent-encoded: the same build, kept once
+    paths = (
+        "/svc/js/outbound,engagement",
+        "/svc/js/engagement,outbound,engagement",
+        "/svc/js/engagement%2Coutbound",
+    )
+    answers = [httpx.get(edge.url + path) for path in paths]
+    for path, answer in zip(paths, answers, strict=True):
+        assert answer.status_code == 200, (path, answer.text)
+        assert answer.content == direct.content and answer.headers["etag"] == direct.headers["etag"]
+    # kept under one path: only the first can be a MISS (the next ones a HIT, or REVALIDATED
+    # when the 1 s of these tests passed meanwhile)
+    assert [a.headers["svc-edge-cache"] == "MISS" for a in answers[1:]] == [False, False]
+    # a well-formed unknown name: the origin's 404 naming it, passed on and never kept
+    for _ in range(2):
+        unknown = httpx.get(edge.url + "/svc/js/engagement,nope")
+        assert unknown.status_code == 404 and unknown.headers["svc-edge"].endswith("forwarded")
+        error = unknown.json()["error"]
+        assert error["code"] == "not_found" and error["field"] == "extensions"
+        assert "`nope`" in error["message"]
+    # a list that cannot name an extension: the same 404, answered at the edge
+    for bad in (
+        "/svc/js/Engagement",
+        "/svc/js/engagement,",
+        "/svc/js/",
+        "/svc/js/a%2Fb",
+        "/svc/js/a/b",
+    ):
+        r = httpx.get(edge.url + bad)
+        assert r.status_code == 404, (bad, r.text)
+        assert r.headers["svc-edge"].endswith("answered"), bad
+        assert r.json()["ok"] is False
+        assert (
+            r.json()["error"]["code"] == "not_found" and r.json()["error"]["field"] == "extensions"
+        )
+    assert httpx.get(edge.url + "/svc/jsx").status_code == 404
 
 
 def test_an_unreachable_origin_gives_503(edge: Edge, tmp_path: Path) -> None:
@@ -223,8 +282,9 @@ def test_an_unreachable_origin_gives_503(edge: Edge, tmp_path: Path) -> None:
         assert r.json()["error"]["code"] == "unavailable"
         assert int(r.headers["retry-after"]) > 0
         assert r.headers["access-control-allow-origin"] == "*"
-        script = httpx.get(dead.url + "/svc/js")
-        assert script.status_code == 503 and "retry-after" in script.headers
+        for path in SCRIPTS:
+            script = httpx.get(dead.url + path)
+            assert script.status_code == 503 and "retry-after" in script.headers
     finally:
         dead.stop()
 
@@ -234,3 +294,7 @@ def test_other_methods_and_paths(edge: Edge, method: str) -> None:
     r = httpx.request(method, edge.url + "/analytics")
     assert r.status_code == 405 and r.json()["error"]["code"] == "method_not_allowed"
     assert httpx.request(method, edge.url + "/metrics").status_code == 404
+    if method != "GET":
+        for path in SCRIPTS:
+            r = httpx.request(method, edge.url + path)
+            assert r.status_code == 405 and r.headers["allow"] == "GET, HEAD"

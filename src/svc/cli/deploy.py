@@ -6,9 +6,10 @@ Builds what the provider needs from the bundles in ``svc/static/edge/`` (built f
   ``[vars]``; the secret in ``.dev.vars`` for ``wrangler dev``, and ``wrangler secret put`` for
   the deployed worker);
 - ``vercel-edge``: a Build Output API v3 folder, ``.vercel/output/`` (``config.json`` routing
-  ``/analytics`` and ``/svc/js`` to the edge function ``svc-edge.func``);
+  ``/analytics``, ``/svc/js`` and ``/svc/js/<extensions>`` to the edge function
+  ``svc-edge.func``);
 - ``lambda-edge``: ``lambda/index.mjs`` and ``template.yaml`` (CloudFormation: the function, a
-  version, and a CloudFront distribution with behaviours for ``/analytics`` and ``/svc/js``);
+  version, and a CloudFront distribution with behaviours for ``/analytics`` and ``/svc/js*``);
 - ``bun``: ``server.js`` (``PORT=8787 bun server.js``) and ``svc-edge.service`` (systemd).
 
 The configuration (origin URL, project, edge secret) is baked into the bundle's first lines
@@ -190,9 +191,10 @@ def plan(
             'main = "worker.js"\n'
             'compatibility_date = "2025-01-01"\n'
             "workers_dev = true\n"
-            "# A first-party domain (the site's own): route the two paths to this worker.\n"
+            "# A first-party domain (the site's own): route these paths to this worker\n"
+            "# (/svc/js* is the script and its builds with extensions, /svc/js/engagement,...).\n"
             '# routes = [{ pattern = "example.com/analytics", zone_name = "example.com" },\n'
-            '#           { pattern = "example.com/svc/js", zone_name = "example.com" }]\n'
+            '#           { pattern = "example.com/svc/js*", zone_name = "example.com" }]\n'
             "\n[vars]\n"
             f"SVC_ORIGIN = {_toml(origin)}\n"
             f"SVC_PROJECT = {_toml(project)}\n"
@@ -220,7 +222,7 @@ def plan(
                     "version": 3,
                     "routes": [
                         {"src": "^/analytics$", "dest": "/svc-edge"},
-                        {"src": "^/svc/js$", "dest": "/svc-edge"},
+                        {"src": "^/svc/js(/.*)?$", "dest": "/svc-edge"},
                     ],
                 },
                 indent=2,
@@ -361,8 +363,9 @@ Resources:
               - EventType: origin-request
                 IncludeBody: true
                 LambdaFunctionARN: !Ref EdgeFunctionVersion{version}
-          # GET /svc/js: cached by CloudFront from the origin (Cache-Control, ETag)
-          - PathPattern: /svc/js
+          # GET /svc/js and /svc/js/<extensions>: cached by CloudFront from the origin
+          # (Cache-Control, ETag; the path is the cache key)
+          - PathPattern: /svc/js*
             TargetOriginId: svc-origin
             ViewerProtocolPolicy: redirect-to-https
             CachePolicyId: {_CACHING_OPTIMIZED}
