@@ -59,6 +59,12 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--gigabytes", type=float, default=1.0)
     p.add_argument("--port", type=int, default=18931)
+    p.add_argument(
+        "--legacy",
+        action="store_true",
+        help="write plain JSONEachRow segments, as svc did before framing (to time older code "
+        "with PYTHONPATH=<old tree>/src)",
+    )
     args = p.parse_args()
     work = Path(tempfile.mkdtemp(prefix="svc-recovery-"))
     data = work / "data"
@@ -102,7 +108,8 @@ def main() -> None:
                 for line in lines:
                     n += 1
                     rows.append(line.replace(b'"event_id":"e', b'"event_id":"%d-' % n, 1))
-                record = frame(b"".join(rows), len(rows))
+                payload = b"".join(rows)
+                record = payload if args.legacy else frame(payload, len(rows))
                 chunks.append(record)
                 size += len(record)
             (spool / f"{1_700_000_000_000 + n_seg:013d}-{n_seg:08d}-bench.ready").write_bytes(
