@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -37,6 +38,24 @@ HOLD = HOLD_SPOOL
 def _open_segment(data_dir: Path) -> Path:
     (path,) = (data_dir / "spool").glob("*.log")
     return path
+
+
+def _spooled_then_killed(
+    srv: Server, name: str, batches: int, size: int = 10
+) -> tuple[dict[str, Any], Acknowledged, Path]:
+    """Start ``srv`` holding its open segment, send ``batches`` batches of ``size`` events to
+    a new project ``name`` (each its own group commit, so its own record), kill it with
+    ``kill -9`` and return the project, what was acknowledged and the segment left open."""
+    srv.env.update(HOLD)
+    srv.start()
+    project = srv.create_project(name)
+    acks = Acknowledged()
+    with client(project["keys"]["secret"]) as http:
+        for i in range(batches):
+            assert acks.send(http, srv.url, batch(i * size, size)) == 200
+    srv.stop(kill=True)
+    srv.env.clear()
+    return project, acks, _open_segment(srv.data_dir)
 
 
 def test_a_full_disk_stores_nothing_of_a_refused_batch_and_blocks_nothing(
@@ -89,15 +108,7 @@ def test_a_flipped_byte_costs_its_record_only_and_is_quarantined(fresh_server: S
     good. Now the damaged record is quarantined, every other acknowledged event is stored once,
     and the service starts."""
     srv = fresh_server
-    srv.env.update(HOLD)
-    srv.start()
-    project = srv.create_project("flip")
-    acks = Acknowledged()
-    with client(project["keys"]["secret"]) as http:
-        for i in range(8):
-            assert acks.send(http, srv.url, batch(i * 10, 10)) == 200
-    srv.stop(kill=True)
-    segment = _open_segment(srv.data_dir)
+    project, acks, segment = _spooled_then_killed(srv, "flip", 8)
     data = bytearray(segment.read_bytes())
     records = scan(bytes(data)).records
     assert len(records) == 8
@@ -105,7 +116,6 @@ def test_a_flipped_byte_costs_its_record_only_and_is_quarantined(fresh_server: S
     data[victim.offset + 40] ^= 0x20  # a byte inside the payload
     segment.write_bytes(bytes(data))
 
-    srv.env.clear()
     srv.start()
     srv.wait_loaded()
     lost = set(seqs_in(victim.payload))
@@ -131,20 +141,11 @@ def test_a_flipped_byte_costs_its_record_only_and_is_quarantined(fresh_server: S
 
 def test_a_segment_cut_short_keeps_the_records_before_the_cut(fresh_server: Server) -> None:
     srv = fresh_server
-    srv.env.update(HOLD)
-    srv.start()
-    project = srv.create_project("cut")
-    acks = Acknowledged()
-    with client(project["keys"]["secret"]) as http:
-        for i in range(6):
-            assert acks.send(http, srv.url, batch(i * 10, 10)) == 200
-    srv.stop(kill=True)
-    segment = _open_segment(srv.data_dir)
+    project, _, segment = _spooled_then_killed(srv, "cut", 6)
     records = scan(segment.read_bytes()).records
     cut_at = records[4].offset + 25  # inside the fifth record's payload
     with open(segment, "r+b") as f:
         f.truncate(cut_at)
-    srv.env.clear()
     srv.start()
     srv.wait_loaded()
     kept = {s for r in records[:4] for s in seqs_in(r.payload)}
@@ -158,15 +159,7 @@ def test_rows_the_store_refuses_are_quarantined_with_the_reason(fresh_server: Se
     stopped the loader for good): the store's good rows of that segment go in, the refused
     row is quarantined with the store's reason, and later segments load."""
     srv = fresh_server
-    srv.env.update(HOLD)
-    srv.start()
-    project = srv.create_project("refused")
-    acks = Acknowledged()
-    with client(project["keys"]["secret"]) as http:
-        for i in range(3):
-            assert acks.send(http, srv.url, batch(i * 10, 10)) == 200
-    srv.stop(kill=True)
-    segment = _open_segment(srv.data_dir)
+    project, acks, segment = _spooled_then_killed(srv, "refused", 3)
     records = scan(segment.read_bytes()).records
     good_line = records[0].payload.split(b"\n")[0] + b"\n"
     bad_line = good_line.replace(b'"seq":"0"', b'"seq":"999"').replace(b'"ts":"', b'"ts":"x')
@@ -175,7 +168,6 @@ def test_rows_the_store_refuses_are_quarantined_with_the_reason(fresh_server: Se
     with open(segment, "ab") as f:
         f.write(frame(odd + bad_line, 2))
 
-    srv.env.clear()
     srv.start()
     srv.wait_loaded()
     assert_exactly(stored_seqs(srv, project), set(acks.ok) | {998})
@@ -234,18 +226,10 @@ def test_a_legacy_segment_of_plain_lines_still_loads(fresh_server: Server) -> No
     """A spool written before records were framed (one JSON row per line) loads after an
     upgrade."""
     srv = fresh_server
-    srv.env.update(HOLD)
-    srv.start()
-    project = srv.create_project("legacy")
-    acks = Acknowledged()
-    with client(project["keys"]["secret"]) as http:
-        assert acks.send(http, srv.url, batch(0, 20)) == 200
-    srv.stop(kill=True)
-    segment = _open_segment(srv.data_dir)
+    project, acks, segment = _spooled_then_killed(srv, "legacy", 1, size=20)
     plain = scan(segment.read_bytes()).payload()
     segment.unlink()
     (srv.data_dir / "spool" / "0000000000001-00000001-old.ready").write_bytes(plain)
-    srv.env.clear()
     srv.start()
     srv.wait_loaded()
     assert_exactly(stored_seqs(srv, project), set(acks.ok))
@@ -278,17 +262,11 @@ def test_a_broken_store_is_waited_for_not_blamed_on_the_data(fresh_server: Serve
     that is the store's trouble, not the rows'. Nothing is quarantined; the segment waits in
     the spool and /health names the loader's error."""
     srv = fresh_server
-    srv.env.update(HOLD)
-    srv.start()
-    project = srv.create_project("broken")
-    with client(project["keys"]["secret"]) as http:
-        assert Acknowledged().send(http, srv.url, batch(0, 10)) == 200
-    srv.stop(kill=True)
+    _spooled_then_killed(srv, "broken", 1)
     done = subprocess.run(
         [sys.executable, "-c", _DROP_EVENTS, str(srv.data_dir)], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
-    srv.env.clear()
     srv.start(healthy=False)
     deadline = time.monotonic() + 10
     while not (pipeline := srv.health()["pipeline"])["loaderError"]:
