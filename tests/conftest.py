@@ -7,14 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import Server
+from tests.support import BROWSER_UA, Server
 
-# Browsers send a real user agent; tests that use plain httpx pretend to be one, so the bot
-# filter keeps their events.
-BROWSER_UA = (
-    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
-    "Chrome/126.0.0.0 Safari/537.36"
-)
+__all__ = ["BROWSER_UA"]  # many tests import it from here
 
 
 @pytest.fixture(scope="session")

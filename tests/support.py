@@ -18,6 +18,30 @@ import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# Browsers send a real user agent; tests that use plain httpx pretend to be one, so the bot
+# filter keeps their events.
+BROWSER_UA = (
+    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
+    "Chrome/126.0.0.0 Safari/537.36"
+)
+
+
+def browser_bearer(key: str) -> dict[str, str]:
+    """The headers of a browser's request with ``key``."""
+    return {"Authorization": f"Bearer {key}", "User-Agent": BROWSER_UA}
+
+
+def is_error(r: httpx.Response, status: int, field: str | None = None) -> dict[str, Any]:
+    """The JSON error of ``r``, checked: its status, its shape and the field it names."""
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"].startswith("application/json"), r.headers
+    body: dict[str, Any] = r.json()
+    assert body["ok"] is False and body["error"]["code"] and body["error"]["message"], body
+    if field is not None:
+        assert body["error"].get("field") == field, body
+    return body
+
+
 # What `svcm serve --host 127.0.0.1 --port P --data-dir D` runs, without the rest of the CLI
 # (whose own tests run the real `svcm`).
 SERVE = (

@@ -9,25 +9,8 @@ from typing import Any
 import httpx
 
 from tests.conftest import BROWSER_UA
-from tests.support import Server
-
-UA = {"User-Agent": BROWSER_UA}
-
-
-def bearer(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}", **UA}
-
-
-def is_error(r: httpx.Response, status: int, field: str | None = None) -> dict[str, Any]:
-    """The JSON error of ``r``, checked: its status, its shape and the field it names."""
-    assert r.status_code == status, r.text
-    assert r.headers["content-type"].startswith("application/json"), r.headers
-    body: dict[str, Any] = r.json()
-    assert body["ok"] is False and body["error"]["code"] and body["error"]["message"], body
-    if field is not None:
-        assert body["error"].get("field") == field, body
-    return body
-
+from tests.support import Server, is_error
+from tests.support import browser_bearer as bearer
 
 GOOD = b'{"event":"page_view","url":"/good-%d","sessionId":"s"}'
 
