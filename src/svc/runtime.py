@@ -215,11 +215,9 @@ class Runtime:
         still in a request on its way to the spool, or in the spool, else now. Read on the
         event loop, where these change."""
         waiting = [now_ms()]
-        oldest = self.loader.oldest_waiting_ms
+        oldest = self.loader.oldest_waiting_ms  # the open segment and the group waiting too
         if oldest is not None:
             waiting.append(oldest)
-        if self.spool.open_oldest_ms:
-            waiting.append(self.spool.open_oldest_ms)
         in_flight = self.ingest.oldest_in_flight_ms()
         if in_flight is not None:
             waiting.append(in_flight)

@@ -74,10 +74,6 @@ class Scan:
     def events(self) -> int:
         return sum(r.events for r in self.records)
 
-    @property
-    def payload_bytes(self) -> int:
-        return sum(len(r.payload) for r in self.records)
-
     def payload(self) -> bytes:
         """Every good record's lines, in order (a JSONEachRow block)."""
         return b"".join(r.payload for r in self.records)
