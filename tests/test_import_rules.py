@@ -65,9 +65,24 @@ UNITS: tuple[Unit, ...] = (
         ("ingestion", "meta", "queries", "storage"),
     ),
     Unit(
+        "mail",
+        "the mail outbox and its SMTP worker, email reports, traffic alerts",
+        ("credentials", "meta", "queries", "storage"),
+    ),
+    Unit(
         "runtime",
         "the running service: every long-lived part, started and stopped in order",
-        ("auth", "credentials", "ingestion", "limits", "meta", "queries", "spool", "storage"),
+        (
+            "auth",
+            "credentials",
+            "ingestion",
+            "limits",
+            "mail",
+            "meta",
+            "queries",
+            "spool",
+            "storage",
+        ),
     ),
     Unit(
         "projects",

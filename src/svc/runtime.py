@@ -26,6 +26,7 @@ from svc.auth import Authenticator, load_admin_token_hash
 from svc.errors import Unavailable
 from svc.ingestion.identity import Salts, salt_days, stored_visitor_id
 from svc.ingestion.service import IngestService
+from svc.mail.service import MailService
 from svc.meta import files as meta_files
 from svc.meta.store import MetadataUnavailable, MetaStore, Project
 from svc.meta.usage import UsageRecorder
@@ -73,6 +74,7 @@ class Runtime:
         self.rollup_runs, self.rollup_seconds_total, self.rollup_last_seconds = 0, 0.0, 0.0
         self.rollup_failures = 0
         self._lock_fd: int | None = None
+        self.mail = MailService(settings, self.meta, self.store)  # outbox, reports, alerts
 
     def _segment_ready(self) -> None:
         self.loader.notify()
@@ -121,9 +123,11 @@ class Runtime:
         self.loader.notify()
         self._housekeeping = asyncio.create_task(self._housekeep(), name="housekeeping")
         self._rolling_up = asyncio.create_task(self._roll_up(), name="rollups")
+        await self.mail.start()
         self.ready_at = time.time()
 
     async def stop(self) -> None:
+        await self.mail.stop()
         if self._rolling_up is not None:
             self._rolling_up.cancel()
             with contextlib.suppress(asyncio.CancelledError):

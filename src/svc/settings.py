@@ -52,6 +52,118 @@ class Settings:
     base_url: str = _setting(
         "", "Public base URL of the service, used in docs and snippets. Empty: from the request."
     )
+    smtp_url: str = _setting(
+        "",
+        "SMTP server for outgoing mail: smtp://user:pass@host:587?starttls=true or "
+        "smtps://user:pass@host:465. Empty: mail is off (mail waits in the outbox, unsent).",
+    )
+    mail_from: str = _setting(
+        "", "Sender of outgoing mail (svc <svc@example.com>). Empty: svc@<host of SVC_BASE_URL>."
+    )
+    mail_retry_seconds: float = _setting(
+        30.0,
+        "Wait before retrying a mail the SMTP server did not take; doubled at each attempt, "
+        "at most an hour (s).",
+    )
+    spool_segment_bytes: int = _setting(
+        8 * 1024 * 1024, "A spool segment is closed and handed to the loader past this size."
+    )
+    spool_flush_interval_ms: int = _setting(
+        1000, "An open spool segment is closed and loaded at least this often (ms)."
+    )
+    rollup_interval_seconds: float = _setting(
+        60.0,
+        "How often the daily rollups of finished days (and of days late events changed) are "
+        "brought up to date (s).",
+    )
+    rollup_max_property_values: int = _setting(
+        1000,
+        "A custom property is rolled up for a day when it has at most this many values that "
+        "day; a property with more (an id, a URL) is read from the events for that day.",
+    )
+    store_memory_release_seconds: float = _setting(
+        0.1,
+        "Embedded store: after loading, hand the memory its inserts freed back to the system "
+        "at most this often (s; its allocator otherwise keeps ~150 MB). 0: never.",
+    )
+    export_piece_events: int = _setting(
+        50_000,
+        "Embedded store: GET /export reads NDJSON and CSV in pieces of whole UTC hours with at "
+        "most about this many events (~30 MB of NDJSON), so that an export's memory stays "
+        "bounded. Parquet is read whole.",
+    )
+    delete_drain_seconds: float = _setting(
+        30.0,
+        "Deleting a project first loads what the spool holds (so none of its events outlives "
+        "it); past this many seconds the deletion answers 503 and deletes nothing.",
+    )
+    spool_max_backlog_bytes: int = _setting(
+        2 * 1024 * 1024 * 1024,
+        "Ingestion answers 503 when the spool holds more than this many bytes not yet loaded.",
+    )
+    group_commit_max_wait_us: int = _setting(
+        0,
+        "Extra time (µs) the spool writer waits to gather more requests into one fsync. "
+        "0: commit as soon as the previous fsync ends.",
+    )
+    fsync: bool = _setting(
+        True, "fsync the spool before acknowledging. Turn off only for throwaway benchmarks."
+    )
+    session_timeout_minutes: int = _setting(
+        30, "A derived session ends after this many minutes without an event."
+    )
+    event_id_window_hours: int = _setting(
+        48, "How long an eventId is remembered for deduplication (hours)."
+    )
+    max_body_bytes: int = _setting(1024 * 1024, "Largest accepted request body (bytes).")
+    max_batch_events: int = _setting(1000, "Most events accepted in one batch.")
+    key_cache_seconds: float = _setting(
+        5.0, "How long a verified API key is cached in memory before it is looked up again."
+    )
+    housekeeping_interval_seconds: float = _setting(
+        10.0,
+        "How often sessions and eventIds expire, salts are refreshed, key use and usage are "
+        "recorded and the metadata database's file is checked (s).",
+    )
+    trusted_proxies: str = _setting(
+        "",
+        "Comma-separated CIDRs of proxies whose X-Forwarded-For is trusted for the client address.",
+    )
+    edge_secret: str = _setting(
+        "",
+        "Secrets shared with edges (comma-separated; also <data dir>/edge-secrets): POST "
+        "/analytics whose x-svc-edge-* headers they sign is the visitor's (docs/edge.md).",
+    )
+    monthly_quota: int = _setting(
+        100_000, "Events a project may store per calendar month (UTC) on the free plan."
+    )
+    plans: str = _setting(
+        "pro=1000000,business=10000000,unlimited=0",
+        "Plans besides free as name=events a month, comma-separated; 0: unlimited. "
+        "free=N here overrides SVC_MONTHLY_QUOTA.",
+    )
+    quota_warning_percent: int = _setting(
+        80, "Ingestion answers carry Svc-Quota-Warning from this share of the quota. 0: never."
+    )
+    rate_limit_ingest_per_ip: str = _setting(
+        "20:200",
+        "POST /analytics per client address and project: RATE[/s|/m|/h][:BURST] "
+        "(requests; default per second, burst = one unit's worth). 0: off.",
+    )
+    rate_limit_ingest_per_project: str = _setting(
+        "1000:10000", "POST /analytics per project, all addresses together (same form). 0: off."
+    )
+    rate_limit_read_per_key: str = _setting(
+        "20:200", "GET /metrics, /metrics/* and /export per credential (same form). 0: off."
+    )
+    rate_limit_manage_per_credential: str = _setting(
+        "20:200", "Requests to /projects per credential (same form). 0: off."
+    )
+    rate_limit_auth_failures_per_ip: str = _setting(
+        "1:30",
+        "Failed authentications (401) per client address; past it, requests without a "
+        "recently verified credential get 429 (same form). 0: off.",
+    )
     spool_segment_bytes: int = _setting(
         8 * 1024 * 1024, "A spool segment is closed and handed to the loader past this size."
     )

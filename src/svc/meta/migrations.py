@@ -21,8 +21,13 @@ def _m001_initial(conn: Connection) -> None:
         table.create(conn, checkfirst=True)
 
 
+def _m020_mail_outbox(conn: Connection) -> None:
+    tables.mail_outbox.create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial: projects, api_keys, salts, usage", _m001_initial),
+    (20, "mail: the outbox", _m020_mail_outbox),
 ]
 
 

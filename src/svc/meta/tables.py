@@ -70,3 +70,25 @@ usage = Table(
     Column("month", String(7), primary_key=True),
     Column("events", BigInteger, nullable=False, server_default="0"),
 )
+
+# mail (svc.mail): the outbox, report and alert subscriptions, the alerts' state -------------
+
+mail_outbox = Table(
+    "mail_outbox",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("kind", String(40), nullable=False),
+    Column("dedupe_key", String(300), nullable=True, unique=True),
+    Column("to_addr", String(320), nullable=False),
+    Column("subject", Text, nullable=False),
+    Column("body_text", Text, nullable=False),
+    Column("body_html", Text, nullable=True),
+    Column("attachments", Text, nullable=False, server_default="[]"),
+    Column("status", String(16), nullable=False),  # queued, sent, failed
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("last_error", Text, nullable=True),
+    Column("created_at", BigInteger, nullable=False),
+    Column("next_attempt_at", BigInteger, nullable=False),
+    Column("sent_at", BigInteger, nullable=True),
+    Index("ix_mail_outbox_due", "status", "next_attempt_at"),
+)
