@@ -17,7 +17,16 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from svc.errors import ApiError, MethodNotAllowed, NotFound
-from svc.http import analytics, dashboard, export, health, internal_metrics, metrics, projects
+from svc.http import (
+    analytics,
+    dashboard,
+    edge_secrets,
+    export,
+    health,
+    internal_metrics,
+    metrics,
+    projects,
+)
 from svc.http.backup import ROUTES as BACKUP_ROUTES
 from svc.http.common import error_response, json_response
 from svc.http.logs import show_generated_admin_token
@@ -75,6 +84,21 @@ def create_app(settings: Settings) -> Starlette:
         Route("/projects/{project_id}/keys", projects.create_key, methods=["POST"]),
         Route("/projects/{project_id}/keys/{key_id}", projects.revoke_key, methods=["DELETE"]),
         Route("/projects/{project_id}/keys/{key_id}/rotate", projects.rotate_key, methods=["POST"]),
+        Route(
+            "/projects/{project_id}/edge-secrets",
+            edge_secrets.create_edge_secret,
+            methods=["POST"],
+        ),
+        Route(
+            "/projects/{project_id}/edge-secrets",
+            edge_secrets.list_edge_secrets,
+            methods=["GET"],
+        ),
+        Route(
+            "/projects/{project_id}/edge-secrets/{secret_id}",
+            edge_secrets.revoke_edge_secret,
+            methods=["DELETE"],
+        ),
         Route("/svc/js", serve_script, methods=["GET", "HEAD"]),
         Route("/svc/js/{extensions}", serve_script, methods=["GET", "HEAD"]),
         Route("/openapi.json", openapi, methods=["GET"]),

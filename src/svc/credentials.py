@@ -37,6 +37,21 @@ def new_share_token() -> str:
     return SHARE_PREFIX + random_base62()
 
 
+def new_edge_secret() -> str:
+    """An edge secret (svc.http.edge_auth): ``svc_edge_<id>_<random>``, ``<id>`` 8 base62
+    characters (its key id), ``<random>`` 40 (238 bits)."""
+    return f"svc_edge_{random_base62(8)}_{random_base62(40)}"
+
+
+def edge_key_id(secret: str) -> str:
+    """``svc_edge_<id>_<random>`` names its key id; any other secret has the id ``''``."""
+    if secret.startswith("svc_edge_"):
+        kid, sep, rest = secret[len("svc_edge_") :].partition("_")
+        if sep and kid.isalnum() and kid.isascii() and rest.isalnum() and rest.isascii():
+            return kid
+    return ""
+
+
 def hash_secret(value: str) -> str:
     return hashlib.sha256(value.encode()).hexdigest()
 

@@ -100,6 +100,17 @@ def run_generated(platform: str, out: Path, tmp: Path, origin: str) -> Edge:
     raise ValueError(platform)
 
 
+# Two platforms register their secret in the origin's data directory, two over HTTP with the
+# project's secret key (POST /projects/{id}/edge-secrets): either way it signs for that project
+# alone.
+REGISTERED_BY = {
+    "cloudflare-workers": "data-dir",
+    "vercel-edge": "http",
+    "lambda-edge": "data-dir",
+    "bun": "http",
+}
+
+
 @pytest.mark.parametrize("platform", ["cloudflare-workers", "vercel-edge", "lambda-edge", "bun"])
 def test_a_generated_bundle_runs_in_front_of_the_origin(
     platform: str, bare_origin: Server, tmp_path: Path
@@ -107,17 +118,31 @@ def test_a_generated_bundle_runs_in_front_of_the_origin(
     require_runtimes()
     created = bare_origin.create_project("dep-" + uuid.uuid4().hex[:8])
     pid, public, secret = created["id"], created["keys"]["public"], created["keys"]["secret"]
+    other = bare_origin.create_project("dep-" + uuid.uuid4().hex[:8])
     out = tmp_path / "out"
+    where = (
+        ["--data-dir", str(bare_origin.data_dir)]
+        if REGISTERED_BY[platform] == "data-dir"
+        else ["--token", secret]
+    )
     done = svcm(
         "deploy", "--edge", platform, "--project", pid, "--origin", bare_origin.url,
-        "--out", str(out), "--data-dir", str(bare_origin.data_dir),
+        "--out", str(out), *where,
         cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "registered with the origin" in done.stderr
-    registered = (bare_origin.data_dir / "edge-secrets").read_text().splitlines()
-    assert any(line.split()[1:3] == [pid, platform] for line in registered)
-    assert oct((bare_origin.data_dir / "edge-secrets").stat().st_mode & 0o777) == "0o600"
+    if REGISTERED_BY[platform] == "data-dir":
+        registered = (bare_origin.data_dir / "edge-secrets").read_text().splitlines()
+        assert any(line.split()[2:4] == [pid, platform] for line in registered)
+        assert oct((bare_origin.data_dir / "edge-secrets").stat().st_mode & 0o777) == "0o600"
+    else:
+        listed = httpx.get(
+            f"{bare_origin.url}/projects/{pid}/edge-secrets",
+            headers={"authorization": f"Bearer {secret}"},
+        ).json()["edgeSecrets"]
+        assert [(s["projectId"], s["provider"]) for s in listed] == [(pid, platform)]
+        assert "secret" not in listed[0]
 
     edge = run_generated(platform, out, tmp_path, bare_origin.url)
     try:
@@ -130,6 +155,14 @@ def test_a_generated_bundle_runs_in_front_of_the_origin(
         r = httpx.post(
             f"{edge.url}/analytics?key={public}",
             content=json.dumps({"event": "page_view", "url": "https://acme.test/deployed"}),
+            headers={"content-type": "text/plain", "user-agent": BROWSER_UA, **headers},
+            timeout=30,
+        )
+        assert r.status_code == 200, (r.text, edge.output())
+        # the same edge, with a key of another project: its secret may not sign for it
+        r = httpx.post(
+            f"{edge.url}/analytics?key={other['keys']['public']}",
+            content=json.dumps({"event": "page_view", "url": "https://acme.test/other"}),
             headers={"content-type": "text/plain", "user-agent": BROWSER_UA, **headers},
             timeout=30,
         )
@@ -148,6 +181,8 @@ def test_a_generated_bundle_runs_in_front_of_the_origin(
     bare_origin.wait_loaded()
     [event] = bare_origin.events(pid, secret)
     assert event["country"] == country  # the signature with the registered secret verified
+    [foreign] = bare_origin.events(other["id"], other["keys"]["secret"])
+    assert foreign["country"] == ""  # ignored: the loopback edge's own address, no country
 
 
 def test_without_out_it_prints_the_providers_commands(tmp_path: Path) -> None:
@@ -167,6 +202,9 @@ def test_without_out_it_prints_the_providers_commands(tmp_path: Path) -> None:
     secret = lines[0]
     assert secret.startswith("svc_edge_")
     assert f"export SVC_EDGE_SECRET={secret}" in lines
+    # the line for the origin's edge-secrets: key id, secret, the one project it signs for
+    filed = lines[1].split()
+    assert filed[:4] == [secret.split("_")[2], secret, "svc_proj_acme", "cloudflare-workers"]
     assert any(line.endswith("wrangler deploy --config wrangler.toml") for line in lines)
     assert any("wrangler secret put SVC_EDGE_SECRET" in line for line in lines)
     toml = tomllib.loads((out / "wrangler.toml").read_text())

@@ -158,7 +158,7 @@ def test_secrets_registered_in_the_data_directory_are_read_when_they_change(
     assert not secrets.configured()
     path.write_text(f"# comment\n{SECRET} svc_proj_acme bun 2026-01-01T00:00:00Z\n")
     secrets._checked = float("-inf")  # the file is looked at once a second
-    assert secrets.candidates(KID) == [SECRET.encode()]
+    assert secrets.candidates(KID) == [(SECRET.encode(), None)]  # an old line: any project
 
 
 def test_the_edges_signature_is_the_one_the_origin_checks(tmp_path: Path) -> None:

@@ -14,9 +14,12 @@ Builds what the provider needs from the bundles in ``svc/static/edge/`` (built f
 
 The configuration (origin URL, project, edge secret) is baked into the bundle's first lines
 (Lambda@Edge has no environment variables), but for Cloudflare, whose secret stays a secret
-binding. A new secret ``svc_edge_<id>_<random>`` is made and registered with the origin: with
-``--data-dir`` in that data directory's ``edge-secrets`` (0600; a running origin reads it within
-a second), else printed with the line to add to the origin's ``SVC_EDGE_SECRET``.
+binding. The edge's secret ``svc_edge_<id>_<random>`` signs for this project alone and is
+registered with the origin: given a credential for it (``--token``, ``SVC_TOKEN`` or the one
+``svcm login`` saved for that URL: the admin token or the project's secret key) the origin makes
+it over HTTP (``POST /projects/{id}/edge-secrets``); with ``--data-dir`` it is made here and
+written to that data directory's ``edge-secrets`` (0600; a running origin reads it within a
+second); else it is made here and printed with the line to add to that file.
 
 Then, without ``--out``, the provider's CLI runs when it is installed and logged in
 (``wrangler deploy``, ``vercel deploy --prebuilt``, ``aws cloudformation package/deploy``);
@@ -32,10 +35,8 @@ import importlib.resources
 import json
 import os
 import re
-import secrets
 import shlex
 import shutil
-import string
 import subprocess
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -43,7 +44,11 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from svc.cli.common import Context, command, output_options
+from svc.cli.config import same_url
+from svc.cli.connection import HttpApi, error_of
 from svc.cli.errors import CliError, UsageError
+from svc.credentials import edge_key_id as key_id
+from svc.credentials import new_edge_secret
 
 EDGE_PROVIDERS = {
     "bun": "Bun",
@@ -60,7 +65,6 @@ BUNDLES = {
 PLACEHOLDER = "const SVC_EDGE_CONFIG = {};"
 SECRETS_FILE = "edge-secrets"
 _PROJECT_RE = re.compile(r"svc_proj_[a-z0-9][a-z0-9-]{0,39}")
-_BASE62 = string.ascii_letters + string.digits
 # CloudFront's managed policies (the same ids in every account)
 _CACHING_DISABLED = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"
 _CACHING_OPTIMIZED = "658327ea-f89d-4fab-a63d-7e88639e58f6"
@@ -76,13 +80,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         + ", ".join(EDGE_PROVIDERS)
         + ".\nThe edge validates POST /analytics, answers bad input itself, and forwards the "
         "rest to the origin\n(--origin) with the visitor's address and location in headers "
-        "signed with a new edge secret,\nregistered with the origin (--data-dir) or printed. "
-        "With --out DIR it writes the files and stops;\nwithout, it runs the provider's CLI "
-        "when installed and logged in, else prints the commands.\nSee docs/edge.md. --vpc "
-        "(private-network deployment) is not available: roadmap only.",
+        "signed with a new edge secret\nfor that project alone, registered with the origin "
+        "(over HTTP with --token, or in --data-dir)\nor printed. With --out DIR it writes the "
+        "files and stops; without, it runs the provider's CLI\nwhen installed and logged in, "
+        "else prints the commands. See docs/edge.md.\n--vpc (private-network deployment) is "
+        "not available: roadmap only.",
         examples=[
             "svcm deploy --edge cloudflare-workers --project svc_proj_acme "
-            "--origin https://svc.example.com",
+            "--origin https://svc.example.com --token svc_live_SECRET_KEY",
             "svcm deploy --edge bun --project svc_proj_acme --origin http://10.0.0.5:8080 "
             "--out ./edge --data-dir /var/lib/svc",
         ],
@@ -116,6 +121,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="the origin's data directory: register the new edge secret there",
     )
     p.add_argument(
+        "--token",
+        metavar="TOKEN",
+        help="the admin token or the project's secret key: register the new edge secret with "
+        "the origin over HTTP (env SVC_TOKEN; default: the one `svcm login` saved for --origin)",
+    )
+    p.add_argument(
         "--secret",
         metavar="SECRET",
         help="use this edge secret instead of a new one (one the origin already trusts)",
@@ -139,9 +150,7 @@ class Plan:
 
 
 def new_secret() -> str:
-    kid = "".join(secrets.choice(_BASE62) for _ in range(8))
-    rest = "".join(secrets.choice(_BASE62) for _ in range(40))
-    return f"svc_edge_{kid}_{rest}"
+    return new_edge_secret()
 
 
 def bundle_text(provider: str) -> str:
@@ -402,7 +411,8 @@ WantedBy=multi-user.target
 
 
 def register_secret(data_dir: Path, secret: str, project: str, provider: str) -> Path:
-    """Append ``secret`` to the origin's ``<data dir>/edge-secrets`` (0600)."""
+    """Append ``secret``, scoped to ``project``, to the origin's ``<data dir>/edge-secrets``
+    (0600): ``<key id> <secret> <project> <provider> <created>``."""
     if not data_dir.is_dir():
         raise CliError(f"{data_dir} is not a directory: give the origin's data directory")
     path = data_dir / SECRETS_FILE
@@ -410,11 +420,33 @@ def register_secret(data_dir: Path, secret: str, project: str, provider: str) ->
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         os.fchmod(fd, 0o600)
-        os.write(fd, f"{secret} {project} {provider} {created}\n".encode())
+        os.write(fd, secrets_line(secret, project, provider, created).encode())
         os.fsync(fd)
     finally:
         os.close(fd)
     return path
+
+
+def secrets_line(secret: str, project: str, provider: str, created: str = "") -> str:
+    """The ``edge-secrets`` line of a secret that signs for ``project`` alone."""
+    created = created or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return f"{key_id(secret)} {secret} {project} {provider} {created}\n"
+
+
+def register_remote(origin: str, token: str, project: str, provider: str) -> str:
+    """A new secret for ``project``, made by the origin (``POST
+    /projects/{project}/edge-secrets`` with the admin token or the project's secret key)."""
+    api = HttpApi(origin, token)
+    try:
+        reply = api.send("POST", f"/projects/{project}/edge-secrets", body={"provider": provider})
+    finally:
+        api.close()
+    if reply.status_code != 201:
+        raise error_of(reply)
+    secret = reply.json().get("secret")
+    if not isinstance(secret, str) or not key_id(secret):
+        raise CliError(f"the origin at {origin} did not answer with an edge secret")
+    return secret
 
 
 def write(p: Plan) -> None:
@@ -467,28 +499,44 @@ def run_deploy(ctx: Context) -> int:
         raise UsageError(
             "give --origin URL: the origin's base URL, such as https://svc.example.com"
         )
-    secret = ctx.opt("secret") or new_secret()
+    data_dir = ctx.opt("data_dir")
+    token = ctx.opt("token") or os.environ.get("SVC_TOKEN", "")
+    if not token and not data_dir and not ctx.opt("secret"):
+        saved = ctx.file
+        if saved.token and same_url(origin, saved.url):
+            token = saved.token
+    if token and data_dir:
+        raise UsageError("give either --token (register over HTTP) or --data-dir, not both")
+    remote = bool(token) and not ctx.opt("secret")
     name = ctx.opt("name") or "svc-edge-" + project.removeprefix("svc_proj_")
     if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,62}", name):
         raise UsageError("--name: lower-case letters, digits and dashes, at most 63")
     out_opt = ctx.opt("out")
     out = Path(out_opt) if out_opt else Path.cwd() / f"{name}-{provider}"
+    if remote:
+        secret = register_remote(origin, token, project, provider)
+        ctx.out.done(
+            f"edge secret {key_id(secret)} registered with the origin at {origin} for {project}"
+        )
+    else:
+        secret = ctx.opt("secret") or new_secret()
     p = plan(provider, project=project, origin=origin, secret=secret, out=out, name=name)
     write(p)
     out_ = ctx.out
     out_.done(f"{EDGE_PROVIDERS[provider]} files for {project} in {out}: " + ", ".join(p.files))
 
-    data_dir = ctx.opt("data_dir")
     if data_dir:
         path = register_secret(Path(data_dir), secret, project, provider)
         out_.done(f"edge secret registered with the origin in {path} (read within a second)")
-    elif not ctx.opt("secret"):
+    elif not ctx.opt("secret") and not remote:
         out_.warn(
-            "the origin does not know this edge's secret yet: add it to the origin's "
-            "SVC_EDGE_SECRET (comma-separated) or append it to <data dir>/edge-secrets there, "
-            "or run this command again on the origin's machine with --data-dir and --secret"
+            "the origin does not know this edge's secret yet: give --token (the admin token or "
+            "the project's secret key) to register it over HTTP, or append this line to "
+            "<data dir>/edge-secrets on the origin (it signs for this project alone), after "
+            "the secret:"
         )
         out_.secret("edge secret", secret)
+        out_.line(secrets_line(secret, project, provider).rstrip("\n"))
 
     for note in p.notes:
         out_.note(note)

@@ -16,15 +16,29 @@ HMAC-SHA256 over the request, keyed with a secret the two share:
                           body, Authorization, User-Agent, ip, country, region, city
 
 :class:`EdgeAuth`, the outermost ASGI middleware of ``svcm serve``, verifies them on
-POST /analytics: a known secret (``SVC_EDGE_SECRET``, comma-separated, and the secrets that
-``svcm deploy --edge`` registers in ``<data dir>/edge-secrets``), a signature that matches in
-constant time, a timestamp within :data:`WINDOW_SECONDS` of the origin's clock and a valid
-address. Only then is the request taken as the visitor's: its client address becomes the
+POST /analytics: a known secret, a signature that matches in constant time, a timestamp within
+:data:`WINDOW_SECONDS` of the origin's clock, a valid address, and a credential (the request's
+key) whose project is in the secret's scope. The secrets (:class:`EdgeSecrets`), looked up by
+the key id the edge sends, are:
+
+- ``SVC_EDGE_SECRET`` (comma-separated): any project;
+- the lines of ``<data dir>/edge-secrets``: ``<key id> <secret> <project,project,...|*>
+  [provider] [created]``, or the older ``<secret> [project] [provider] [created]``, which is
+  read as any project (what it meant before secrets had scopes);
+- the secrets registered over the API (``POST /projects/{id}/edge-secrets``, kept in the
+  metadata store by :mod:`svc.meta.edge_secrets`): that project alone. They are read again
+  every :data:`STORED_SECONDS` (so a revocation through another node of the same metadata
+  store takes effect within that time; through this node, at once) and at once for a key id
+  not known yet (at most once a second).
+
+Only then is the request taken as the visitor's: its client address becomes the
 signed address (so the visitor hash, the per-address rate limits and the address-based geo
 use it) and the signed location is its geo (``scope["svc.edge_geo"]``, read by
 :func:`svc.http.analytics.handle`); X-Forwarded-For and the platforms' own location headers
-are dropped from such a request. A request whose signature does not verify is served exactly
-as if it had none: its edge headers are ignored, counted (:attr:`EdgeAuth.refused`) and
+are dropped from such a request. A request whose signature does not verify, or whose key's
+project is not in its secret's scope (a key of another project, an unknown key, the admin
+token for a scoped secret), is served exactly as if it had none: its edge headers are ignored,
+counted (:attr:`EdgeAuth.refused`; out of scope also in :attr:`EdgeAuth.out_of_scope`) and
 logged at most once a minute.
 
 The body is read (up to ``SVC_MAX_BODY_BYTES``) before the limits see the request, to check
@@ -35,6 +49,7 @@ the same events, which ``eventId`` deduplicates); the edge-to-origin leg should 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import ipaddress
@@ -47,10 +62,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from svc.credentials import edge_key_id
+from svc.http.limits import _bearer, _known, _query_param, _resolve
 from svc.ingestion.enrich.geo import Geo, geo_from_headers
+from svc.meta import edge_secrets as stored_secrets
 from svc.settings import Settings
 
 __all__ = [
+    "STORED_SECONDS",
     "WINDOW_SECONDS",
     "EdgeAuth",
     "EdgeSecrets",
@@ -93,15 +112,14 @@ _DROPPED: Final = frozenset(
     }
 )
 _RELOAD_SECONDS: Final = 1.0
+#: How old the metadata store's secrets may be before they are read again (s).
+STORED_SECONDS: Final = 5.0
+#: A secret and its scope: the projects it may sign for (None: every project).
+Keyed = tuple[bytes, frozenset[str] | None]
 
 
-def key_id(secret: str) -> str:
-    """``svc_edge_<id>_<random>`` names its key id; any other secret has the id ``''``."""
-    if secret.startswith("svc_edge_"):
-        kid, sep, rest = secret[len("svc_edge_") :].partition("_")
-        if sep and kid.isalnum() and kid.isascii() and rest.isalnum() and rest.isascii():
-            return kid
-    return ""
+#: ``svc_edge_<id>_<random>`` names its key id; any other secret has the id ``''``.
+key_id = edge_key_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,34 +128,80 @@ class EdgeVisitor:
 
     address: str
     geo: Geo | None  # None: no country from the edge (the origin locates the address)
+    scope: frozenset[str] | None = None  # the projects its secret may sign for; None: all
 
 
 class EdgeSecrets:
-    """The secrets edges may sign with: the setting's, and those registered in the data
-    directory's ``edge-secrets`` file (one ``<secret> [project] [provider] [created]`` a line),
-    which is read again when it changes (looked at once a second, and at once for a key id
-    it does not know)."""
+    """The secrets edges may sign with, each with its scope (see the module docstring): the
+    setting's, those of the data directory's ``edge-secrets`` file, read again when it changes
+    (looked at once a second, and at once for a key id it does not know), and those of the
+    metadata store (``stored``: a function that reads them, called in a worker thread by
+    :meth:`refresh`)."""
 
-    def __init__(self, setting: str, path: Path | None = None) -> None:
-        self._fixed: dict[str, list[bytes]] = {}
+    def __init__(
+        self,
+        setting: str,
+        path: Path | None = None,
+        stored: Callable[[], list[stored_secrets.EdgeSecret]] | None = None,
+    ) -> None:
+        self._fixed: dict[str, list[Keyed]] = {}
         for raw in setting.split(","):
             secret = raw.strip()
             if secret:
-                self._fixed.setdefault(key_id(secret), []).append(secret.encode())
+                self._fixed.setdefault(key_id(secret), []).append((secret.encode(), None))
         self.path = path
-        self._filed: dict[str, list[bytes]] = {}
+        self._filed: dict[str, list[Keyed]] = {}
         self._stamp: tuple[int, int] | None = None
         self._checked = float("-inf")
         self._lock = threading.Lock()
+        self.stored = stored
+        self._stored: dict[str, list[Keyed]] = {}
+        self._stored_at = float("-inf")  # when the store was last read (monotonic)
+        self._loading: asyncio.Future[None] | None = None
 
-    def candidates(self, kid: str) -> list[bytes]:
+    def candidates(self, kid: str) -> list[Keyed]:
         # a key id not known yet may have just been registered: look at the file at once
-        self._reload(force=kid not in self._fixed and kid not in self._filed)
-        return self._fixed.get(kid, []) + self._filed.get(kid, [])
+        known = kid in self._fixed or kid in self._stored
+        self._reload(force=not known and kid not in self._filed)
+        return self._fixed.get(kid, []) + self._filed.get(kid, []) + self._stored.get(kid, [])
 
     def configured(self) -> bool:
         self._reload()
-        return bool(self._fixed or self._filed)
+        return bool(self._fixed or self._filed or self._stored)
+
+    async def refresh(self, kid: str) -> None:
+        """Read the metadata store's secrets again, in a worker thread: waited for when
+        ``kid`` is unknown and they are older than a second (a secret just registered); in the
+        background, the request going on with the secrets known, when they are older than
+        :data:`STORED_SECONDS`. One read at a time; a failed read keeps what was known."""
+        if self.stored is None:
+            return
+        age = time.monotonic() - self._stored_at
+        unknown = kid not in self._fixed and kid not in self._filed and kid not in self._stored
+        wait = unknown and age >= _RELOAD_SECONDS
+        if not wait and age < STORED_SECONDS:
+            return
+        if self._loading is None or self._loading.done():
+            self._loading = asyncio.ensure_future(asyncio.to_thread(self.load_stored))
+        if wait:
+            await asyncio.shield(self._loading)
+
+    def load_stored(self) -> None:
+        """Read the metadata store's secrets now (blocking: a worker thread, or after a
+        registration or revocation through this node, so that it takes effect at once)."""
+        if self.stored is None:
+            return
+        started = time.monotonic()
+        try:
+            records = self.stored()
+        except Exception as exc:  # the store is down, or not migrated yet: keep what is known
+            log.warning("cannot read the edge secrets of the metadata store: %s", exc)
+            self._stored_at = started
+            return
+        stored: dict[str, list[Keyed]] = {}
+        for r in records:
+            stored.setdefault(r.id, []).append((r.secret.encode(), frozenset((r.project_id,))))
+        self._stored, self._stored_at = stored, started
 
     def _reload(self, force: bool = False) -> None:
         if self.path is None:
@@ -160,12 +224,25 @@ class EdgeSecrets:
             except (OSError, UnicodeError) as exc:
                 log.warning("cannot read the edge secrets in %s: %s", self.path, exc)
                 return
-            filed: dict[str, list[bytes]] = {}
-            for line in text.splitlines():
-                fields = line.split()
-                if fields and not fields[0].startswith("#"):
-                    filed.setdefault(key_id(fields[0]), []).append(fields[0].encode())
-            self._filed, self._stamp = filed, stamp
+            self._filed, self._stamp = parse_secrets_file(text), stamp
+
+
+def parse_secrets_file(text: str) -> dict[str, list[Keyed]]:
+    """The secrets of an ``edge-secrets`` file by key id: ``<key id> <secret>
+    <project,project,...|*> [provider] [created]`` (the secret's own key id first, then its
+    scope), or the older ``<secret> [project] [provider] [created]``, which signs for any
+    project. Blank lines and lines starting with ``#`` are skipped."""
+    filed: dict[str, list[Keyed]] = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        if len(fields) >= 3 and fields[0] and key_id(fields[1]) == fields[0]:
+            scope = None if fields[2] == "*" else frozenset(p for p in fields[2].split(",") if p)
+            filed.setdefault(fields[0], []).append((fields[1].encode(), scope))
+        else:
+            filed.setdefault(key_id(fields[0]), []).append((fields[0].encode(), None))
+    return filed
 
 
 def sign(
@@ -244,7 +321,8 @@ def verify(
     )
     digest = hashlib.sha256(body).hexdigest()
     matched = False
-    for key in keys:  # every key is tried: the time taken does not tell which one matched
+    scopes: list[frozenset[str] | None] = []
+    for key, scope in keys:  # every key is tried: the time taken does not tell which matched
         expected = sign(
             key,
             kid=kid,
@@ -256,7 +334,9 @@ def verify(
             user_agent=user_agent,
             fields=fields,
         )
-        matched |= hmac.compare_digest(expected, signature)
+        if hmac.compare_digest(expected, signature):
+            matched = True
+            scopes.append(scope)
     if not matched:
         return None
     address = _address(fields[0])
@@ -267,19 +347,31 @@ def verify(
         geo = geo_from_headers(
             {"cf-ipcountry": fields[1], "cf-region-code": fields[2], "cf-ipcity": fields[3]}
         )
-    return EdgeVisitor(address, geo)
+    if any(scope is None for scope in scopes):
+        return EdgeVisitor(address, geo)
+    return EdgeVisitor(address, geo, frozenset().union(*(s for s in scopes if s is not None)))
 
 
 class EdgeAuth:
     """ASGI middleware (outermost): POST /analytics with verified edge headers is served as the
     visitor's request (see the module docstring); everything else passes untouched."""
 
-    def __init__(self, app: Any, secrets: EdgeSecrets, max_body_bytes: int) -> None:
+    def __init__(
+        self,
+        app: Any,
+        secrets: EdgeSecrets,
+        max_body_bytes: int,
+        project_of: Callable[[Scope], Awaitable[str | None]] | None = None,
+    ) -> None:
         self.app = app
         self.secrets = secrets
         self.max_body_bytes = max_body_bytes
+        #: The project of a request's credential (None: none, or not a valid one); without
+        #: it, only secrets of every project verify.
+        self.project_of = project_of
         self.verified = 0
         self.refused = 0
+        self.out_of_scope = 0
         self._last_warning = float("-inf")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -315,6 +407,8 @@ class EdgeAuth:
             return messages.pop(0) if messages else await receive()
 
         visitor = None
+        if whole:
+            await self.secrets.refresh(_header(scope, b"x-svc-edge-kid"))
         if whole and self.secrets.configured():
             query = scope.get("query_string") or b""
             raw_path = scope.get("raw_path") or scope["path"].encode()
@@ -328,6 +422,11 @@ class EdgeAuth:
                 body=b"".join(chunks),
                 headers=scope["headers"],
             )
+            if visitor is not None and visitor.scope is not None:
+                project = None if self.project_of is None else await self.project_of(scope)
+                if project not in visitor.scope:
+                    self.out_of_scope += 1
+                    visitor = None
         if visitor is None:
             self.refused += 1
             now = time.monotonic()
@@ -335,10 +434,12 @@ class EdgeAuth:
                 self._last_warning = now
                 log.warning(
                     "POST /analytics with edge headers that do not verify (unknown secret, bad "
-                    "signature, clock off by more than %d s, or a body over the limit): the "
-                    "headers are ignored (%d so far)",
+                    "signature, clock off by more than %d s, a body over the limit, or a key "
+                    "of a project the secret may not sign for): the headers are ignored (%d so "
+                    "far, %d of them out of the secret's scope)",
                     WINDOW_SECONDS,
                     self.refused,
+                    self.out_of_scope,
                 )
             return scope, replay
         self.verified += 1
@@ -353,7 +454,49 @@ class EdgeAuth:
         return scope, replay
 
 
+def _header(scope: Scope, name: bytes) -> str:
+    for key, value in scope["headers"]:
+        if key == name:
+            return str(value.decode("latin-1"))
+    return ""
+
+
 def with_edge_auth(app: Any, settings: Settings) -> EdgeAuth:
-    """``app`` behind :class:`EdgeAuth`, with the secrets of ``settings``."""
-    secrets = EdgeSecrets(settings.edge_secret, settings.data_dir / SECRETS_FILE)
-    return EdgeAuth(app, secrets, settings.max_body_bytes)
+    """``app`` behind :class:`EdgeAuth`, with the secrets of ``settings``, of the data
+    directory's file and of the application's metadata store (``app`` is the Starlette
+    application of :func:`svc.app.create_app` or a wrapper of it with ``.app``; its
+    ``state.edge_secrets`` is set, for the API that registers and revokes secrets)."""
+    inner = app
+    while not hasattr(inner, "state") and hasattr(inner, "app"):
+        inner = inner.app
+    state = getattr(inner, "state", None)
+    runtime = getattr(state, "runtime", None)
+    meta = getattr(runtime, "meta", None)
+    stored = None if meta is None else (lambda: stored_secrets.all_secrets(meta))
+    secrets = EdgeSecrets(settings.edge_secret, settings.data_dir / SECRETS_FILE, stored)
+    if state is not None:
+        state.edge_secrets = secrets
+    project_of = None if runtime is None else _project_of(runtime)
+    return EdgeAuth(app, secrets, settings.max_body_bytes, project_of)
+
+
+def _project_of(runtime: Any) -> Callable[[Scope], Awaitable[str | None]]:
+    """The project of a request's credential, as the limits find it (a Bearer header, else a
+    ``key`` in the query): from the key cache, else verified in a worker thread."""
+
+    async def project_of(scope: Scope) -> str | None:
+        auth = runtime.auth
+        if auth is None:
+            return None
+        header = _header(scope, b"authorization")
+        if header:
+            token = _bearer(header.encode("latin-1"))
+        else:
+            token = _query_param(scope.get("query_string") or b"", "key")
+        if not token:
+            return None
+        principal = _known(auth, token) or await _resolve(auth, token)
+        project = None if principal is None else principal.project
+        return None if project is None else str(project.id)
+
+    return project_of

@@ -305,6 +305,30 @@ class Keys(Doc):
     keys: list[Key]
 
 
+EdgeProvider = Literal["", "cloudflare-workers", "vercel-edge", "lambda-edge", "bun", "other"]
+
+
+class EdgeSecret(Doc):
+    """A secret an edge signs the visitor's headers with, for its project alone
+    (docs/edge.md)."""
+
+    id: Annotated[str, Meta(description="The key id: `<id>` of `svc_edge_<id>_<random>`.")]
+    project_id: str
+    provider: EdgeProvider
+    created_at: Timestamp
+    secret: (
+        Annotated[str, Meta(description="The secret in clear: only when it is made.")] | UnsetType
+    ) = UNSET
+
+
+class EdgeSecretInput(Doc):
+    provider: EdgeProvider | UnsetType = UNSET
+
+
+class EdgeSecrets(Doc):
+    edge_secrets: list[EdgeSecret]
+
+
 class Health(Doc):
     """Readiness and diagnostics (nothing secret)."""
 
@@ -339,6 +363,9 @@ TYPES: dict[str, type[Struct]] = {
             Key,
             KeyInput,
             Keys,
+            EdgeSecret,
+            EdgeSecretInput,
+            EdgeSecrets,
             Health,
         )
     },
@@ -388,6 +415,9 @@ def _param(
 
 PROJECT_ID = _param("project_id", "path", "Project id, `svc_proj_<name>`.", True)
 KEY_ID = _param("key_id", "path", "Key id, `key_...` (not the key itself).", True)
+EDGE_SECRET_ID = _param(
+    "secret_id", "path", "Edge secret id, `<id>` of `svc_edge_<id>_<random>`.", True
+)
 RANGE_PARAMS = [
     _param(
         "from", "query", "First day, YYYY-MM-DD (included).", True, type="string", format="date"
@@ -633,6 +663,31 @@ def _projects(settings: Settings, secured: list[dict[str, list[str]]]) -> dict[s
                     "201": _json("Key", "The new key, with `key` in clear and `replaces`."),
                     **_errors(settings, 401, 403, 404, 409),
                 },
+            ),
+        },
+        "/projects/{project_id}/edge-secrets": {
+            "parameters": [PROJECT_ID],
+            "get": op(
+                "List the project's edge secrets (never their values)",
+                {
+                    "200": _json("EdgeSecrets", "The edge secrets."),
+                    **_errors(settings, 401, 403, 404),
+                },
+            ),
+            "post": op(
+                "Register a new edge secret that signs for this project alone (docs/edge.md)",
+                {
+                    "201": _json("EdgeSecret", "The secret, with `secret` in clear, once."),
+                    **_errors(settings, 400, 401, 403, 404),
+                },
+                requestBody=body("EdgeSecretInput", required=False),
+            ),
+        },
+        "/projects/{project_id}/edge-secrets/{secret_id}": {
+            "parameters": [PROJECT_ID, EDGE_SECRET_ID],
+            "delete": op(
+                "Revoke an edge secret: what it signs is ignored from then on",
+                {"200": {"description": "Revoked."}, **_errors(settings, 401, 403, 404)},
             ),
         },
     }

@@ -25,9 +25,14 @@ def _m020_mail_outbox(conn: Connection) -> None:
     tables.mail_outbox.create(conn, checkfirst=True)
 
 
+def _m050_edge_secrets(conn: Connection) -> None:
+    tables.edge_secrets.create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial: projects, api_keys, salts, usage", _m001_initial),
     (20, "mail: the outbox", _m020_mail_outbox),
+    (50, "edge: secrets registered over the API", _m050_edge_secrets),
 ]
 
 

@@ -374,6 +374,9 @@ class MetaStore:
         with self.engine.begin() as conn:
             conn.execute(delete(tables.api_keys).where(tables.api_keys.c.project_id == project_id))
             conn.execute(delete(tables.usage).where(tables.usage.c.project_id == project_id))
+            conn.execute(  # its edge secrets (svc.meta.edge_secrets)
+                delete(tables.edge_secrets).where(tables.edge_secrets.c.project_id == project_id)
+            )
             result = conn.execute(delete(tables.projects).where(tables.projects.c.id == project_id))
             if result.rowcount == 0:
                 raise NotFound(f"no project {project_id!r}")

@@ -92,3 +92,16 @@ mail_outbox = Table(
     Column("sent_at", BigInteger, nullable=True),
     Index("ix_mail_outbox_due", "status", "next_attempt_at"),
 )
+
+# edge secrets (svc.meta.edge_secrets): registered over the API, each scoped to its project ----
+
+edge_secrets = Table(
+    "edge_secrets",
+    metadata,
+    Column("id", String(40), primary_key=True),  # the key id: svc_edge_<id>_<random>
+    Column("project_id", String(64), ForeignKey("projects.id", ondelete="CASCADE"), nullable=False),
+    Column("secret", String(128), nullable=False),  # in clear: an HMAC key must be known
+    Column("provider", String(40), nullable=False, server_default=""),
+    Column("created_at", BigInteger, nullable=False),
+    Index("ix_edge_secrets_project", "project_id"),
+)
