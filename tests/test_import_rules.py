@@ -52,7 +52,16 @@ UNITS: tuple[Unit, ...] = (
     Unit("queries", "the read side: parameters, SQL (only here), execution, shape", ("storage",)),
     Unit("spool", "the durable on-disk log and the loader into the store", ("storage",)),
     Unit("meta", "projects, hashed keys, salts, usage (SQLite, PostgreSQL)", ("credentials",)),
-    Unit("auth", "a credential to a `Principal`, and its rights", ("credentials", "meta")),
+    Unit(
+        "accounts",
+        "people, teams, roles, sessions, invitations, resets, two-factor",
+        ("credentials", "limits", "mail", "meta"),
+    ),
+    Unit(
+        "auth",
+        "a credential to a `Principal`, and its rights",
+        ("accounts", "credentials", "meta"),
+    ),
     Unit("limits", "the limits' rules: buckets, plans, quotas, client deadlines", ("meta",)),
     Unit(
         "ingestion",
@@ -98,6 +107,7 @@ UNITS: tuple[Unit, ...] = (
         "http",
         "thin handlers, the one POST /analytics handler, the limits middleware, the HTTP server",
         (
+            "accounts",
             "auth",
             "backup",
             "credentials",

@@ -27,6 +27,7 @@ from svc.http import (
     metrics,
     projects,
 )
+from svc.http.accounts import ROUTES as ACCOUNT_ROUTES
 from svc.http.backup import ROUTES as BACKUP_ROUTES
 from svc.http.common import error_response, json_response
 from svc.http.logs import show_generated_admin_token
@@ -84,6 +85,7 @@ def create_app(settings: Settings) -> Starlette:
         Route("/projects/{project_id}/keys", projects.create_key, methods=["POST"]),
         Route("/projects/{project_id}/keys/{key_id}", projects.revoke_key, methods=["DELETE"]),
         Route("/projects/{project_id}/keys/{key_id}/rotate", projects.rotate_key, methods=["POST"]),
+        *ACCOUNT_ROUTES,  # accounts, teams, invitations, guests, transfers
         Route(
             "/projects/{project_id}/edge-secrets",
             edge_secrets.create_edge_secret,

@@ -1,7 +1,10 @@
 """Who is calling: turning a credential into a :class:`Principal`, and checking its rights.
 
 Credentials: the admin token (every right on every project), a project's public key
-(``ingest``), its secret key (``ingest``, ``read``, ``manage``) and share tokens (``read``).
+(``ingest``), its secret key (``ingest``, ``read``, ``manage``), share tokens (``read``) and an
+account's session token (``svc_sess_...``: the rights of its role on each project and team,
+:data:`svc.accounts.roles.ROLE_RIGHTS`; read fresh from the store on every request, so a
+sign-out or a role change takes effect at once).
 A missing credential is 401 ``missing_api_key``; a malformed, unknown, revoked or expired one is
 401 ``invalid_api_key``; a valid one used on another project or outside its scopes is 403.
 Verified keys are cached for a few seconds; a revocation in this process takes effect at once
@@ -13,10 +16,13 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from svc import credentials
+from svc.accounts import access as account_access
+from svc.accounts.access import Access
+from svc.accounts.tokens import SESSION_PREFIX
 from svc.errors import Forbidden, InvalidApiKey, MissingApiKey
 from svc.meta.store import ApiKey, MetaStore, Project
 from svc.timeutil import now_ms
@@ -24,23 +30,50 @@ from svc.timeutil import now_ms
 
 @dataclass(frozen=True, slots=True)
 class Principal:
-    kind: str  # admin, public, secret or share
+    kind: str  # admin, public, secret, share or account
     project: Project | None
     key_id: str | None
     scopes: frozenset[str]
+    access: Access | None = field(default=None, compare=False)  # an account's session
 
     @property
     def is_admin(self) -> bool:
         return self.kind == "admin"
 
+    @property
+    def is_account(self) -> bool:
+        return self.access is not None
+
     def require(self, scope: str, project_id: str | None = None) -> None:
-        """403 unless this principal has ``scope`` on ``project_id`` (or on its own project)."""
+        """403 unless this principal has ``scope`` on ``project_id`` (or on its own project).
+        An account needs the right on the project named (its role there); a secret key's
+        ``manage`` covers ``edit``."""
         if self.is_admin:
             return
-        if scope not in self.scopes:
+        if self.access is not None:
+            if project_id is None:
+                raise Forbidden("with an account's session, name the project: `projectId`")
+            if scope not in self.access.on_project(project_id):
+                raise Forbidden(
+                    f"your role on {project_id!r} does not allow this: it needs {scope!r}"
+                )
+            return
+        if scope not in self.scopes and not (scope == "edit" and "manage" in self.scopes):
             raise Forbidden(f"this {self.kind} key may not {_VERBS.get(scope, scope)}")
         if project_id is not None and (self.project is None or self.project.id != project_id):
             raise Forbidden(f"this key belongs to another project than {project_id!r}")
+
+    def require_team(self, right: str, team_id: str) -> None:
+        """403 unless this principal has ``right`` on the team (the admin token has all; keys
+        have none)."""
+        if self.is_admin:
+            return
+        if self.access is None:
+            raise Forbidden("teams are managed with an account's session or the admin token")
+        if right not in self.access.on_team(team_id):
+            raise Forbidden(
+                f"your role in team {team_id!r} does not allow this: it needs {right!r}"
+            )
 
 
 _VERBS = {"read": "read data", "manage": "manage projects or keys", "ingest": "send events"}
@@ -89,6 +122,8 @@ class Authenticator:
         """The principal of a credential (blocking: may read the metadata store)."""
         if token is None:
             raise MissingApiKey("an API key is required: send `Authorization: Bearer svc_live_...`")
+        if token.startswith(SESSION_PREFIX):
+            return self._session(token)
         digest = self._digest(token)
         if credentials.same_secret(digest, self.admin_token_hash):
             return _ADMIN
@@ -113,6 +148,8 @@ class Authenticator:
         # The hot path (every POST /analytics): the same few keys again and again. A memo by
         # the key as sent skips the format check and the hash; it holds an entry no longer
         # than the digest cache does, and forget() evicts from it with the cache.
+        if token.startswith(SESSION_PREFIX):
+            return None  # sessions are read from the store on every request
         now = time.monotonic()
         memo = self._memo.get(token)
         if memo is not None and memo[0] > now:
@@ -139,6 +176,12 @@ class Authenticator:
             return False
         entry = self._vouched.get(credentials.hash_secret(token))
         return entry is not None and entry[0] > time.monotonic()
+
+    def _session(self, token: str) -> Principal:
+        found = account_access.load(self.meta, token)
+        if found is None:
+            raise InvalidApiKey("the session is unknown, signed out or expired: sign in again")
+        return Principal("account", None, None, frozenset(), found)
 
     @staticmethod
     def _digest(token: str) -> str:

@@ -164,6 +164,27 @@ class Settings:
         "Failed authentications (401) per client address; past it, requests without a "
         "recently verified credential get 429 (same form). 0: off.",
     )
+    signin_limit_per_address: str = _setting(
+        "30/h:30",
+        "Failed sign-ins per client address (same form as the rate limits); past it, sign-in "
+        "from that address gets 429. 0: off.",
+    )
+    signin_limit_per_account: str = _setting(
+        "10/h:10",
+        "Failed sign-ins per email, known or not (same form); past it, sign-in to that "
+        "account gets 429. 0: off.",
+    )
+    session_hours: float = _setting(
+        24.0, "Lifetime of an account's session token after sign-in (hours)."
+    )
+    invitation_hours: float = _setting(
+        168.0, "Lifetime of an invitation link (hours; 168 is a week)."
+    )
+    reset_minutes: float = _setting(60.0, "Lifetime of a password-reset link (minutes).")
+    password_hash_memory_kib: int = _setting(
+        65536, "Memory of an argon2id password hash (KiB; at least 8 times its 4 lanes)."
+    )
+    password_hash_iterations: int = _setting(3, "Passes of an argon2id password hash.")
     redis_url: str = _setting(
         "",
         "Redis URL (redis://host:6379/0) shared by svc processes for rate limits and quota "

@@ -37,7 +37,14 @@ async def project_for_read(request: Request, principal: Principal) -> Project:
     """The project a read request is about: the key's own, or ``projectId`` for the admin.
     A ``projectId`` other than the key's own is 403."""
     requested = request.query_params.get("projectId")
-    if principal.is_admin:
+    if principal.is_account:  # an account's session: its role on the project named
+        if not requested:
+            raise InvalidRequest(
+                "with an account's session, name the project: `projectId`", field="projectId"
+            )
+        principal.require("read", requested)
+        project = await asyncio.to_thread(runtime_of(request).meta.get_project, requested)
+    elif principal.is_admin:
         if not requested:
             raise InvalidRequest(
                 "with the admin token, name the project: `projectId`", field="projectId"

@@ -18,6 +18,7 @@ import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from svc import __version__
+from svc.http.accounts_doc import ACCOUNT_TYPES, account_paths
 from svc.http.projects import NAME as PROJECT_NAME
 from svc.queries.breakdown import MAX_OFFSET
 from svc.queries.filters import OPERATORS
@@ -369,6 +370,7 @@ TYPES: dict[str, type[Struct]] = {
             Health,
         )
     },
+    **ACCOUNT_TYPES,  # svc.http.accounts_doc
 }
 
 
@@ -816,6 +818,7 @@ def _paths(settings: Settings) -> dict[str, Any]:
             },
         },
         **_projects(settings, secured),
+        **account_paths(settings, secured, (_errors, _json, _param, _ref)),  # accounts_doc
         **_pages(settings),
         "/internal/metrics": {
             "get": {

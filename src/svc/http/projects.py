@@ -1,7 +1,9 @@
 """/projects: tenant workspaces and their keys.
 
 The admin token may do everything; a project's secret key may read and change its own
-project (but not its plan) and manage its own keys. Clear keys are shown once, when made.
+project (but not its plan) and manage its own keys. An account's session may what its role on
+the project's team allows (:mod:`svc.http.rules`): a project it creates belongs to its team.
+Clear keys are shown once, when made.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from svc.accounts import teams as account_teams
 from svc.auth import Principal
 from svc.errors import ApiError, Forbidden, InvalidRequest
 from svc.http.common import error_response, json_body, json_response, principal_of
@@ -55,8 +58,13 @@ async def _manager(request: Request, project_id: str | None = None) -> Principal
 
 async def create_project(request: Request) -> Response:
     try:
-        await _manager(request)
+        principal = await principal_of(request)
+        if not principal.is_account:
+            await _manager(request)  # the admin token only
         body = await json_body(request)
+        team_id = _team_for_new_project(principal, body.get("teamId"))
+        if team_id is not None:
+            await asyncio.to_thread(account_teams.get_team, _service(request).meta, team_id)
         name = body.get("name")
         if not isinstance(name, str) or not NAME.match(name):
             raise InvalidRequest(
@@ -66,8 +74,12 @@ async def create_project(request: Request) -> Response:
             )
         timezone = _timezone(body.get("timezone", "UTC"))
         domains = _domains(body.get("domains", []))
-        _reject_unknown(body, {"name", "timezone", "domains"})
+        _reject_unknown(body, {"name", "timezone", "domains", "teamId"})
         record = await asyncio.to_thread(_service(request).create, name, timezone, domains)
+        if team_id is not None:
+            meta = _service(request).meta
+            await asyncio.to_thread(account_teams.assign_project, meta, record["id"], team_id)
+            record["teamId"] = team_id
     except ApiError as exc:
         return error_response(exc)
     return json_response(record, 201, {"Location": f"/projects/{record['id']}"})
@@ -78,6 +90,13 @@ async def list_projects(request: Request) -> Response:
         principal = await principal_of(request)
         if principal.is_admin:
             projects = await asyncio.to_thread(_service(request).list_all)
+        elif principal.access is not None:  # an account: the projects its roles reach
+            roles = principal.access.project_roles
+            projects = [
+                {**p, "role": roles[p["id"]]}
+                for p in await asyncio.to_thread(_service(request).list_all)
+                if p["id"] in roles
+            ]
         else:
             if principal.project is None:
                 raise Forbidden("this credential may not list projects")
@@ -111,11 +130,15 @@ async def update_project(request: Request) -> Response:
             changes["domains"] = _domains(body["domains"])
         if "options" in body:
             changes["options"] = _options(body["options"])
-            guard_quota_option(principal.is_admin, principal.project, changes["options"])
+            current = principal.project
+            if principal.is_account:
+                current = await asyncio.to_thread(_service(request).meta.get_project, project_id)
+            guard_quota_option(principal.is_admin, current, changes["options"])
         if "plan" in body:
             if not principal.is_admin:
                 raise Forbidden("only the admin token may change a project's plan")
             changes["plan"] = request.app.state.limits.plans.check_name(body["plan"])
+
         if not changes:
             raise InvalidRequest(
                 "nothing to change: send timezone, domains, options or plan", field="body"
@@ -129,7 +152,11 @@ async def update_project(request: Request) -> Response:
 async def delete_project(request: Request) -> Response:
     project_id = request.path_params["project_id"]
     try:
-        await _manager(request)
+        principal = await principal_of(request)
+        if principal.is_account:
+            principal.require("owner", project_id)  # an owner of the project's team
+        else:
+            await _manager(request)
         await _service(request).delete(project_id)
     except ApiError as exc:
         return error_response(exc)
@@ -179,6 +206,34 @@ async def rotate_key(request: Request) -> Response:
     except ApiError as exc:
         return error_response(exc)
     return json_response(record, 201)
+
+
+def _team_for_new_project(principal: Principal, team_id: Any) -> str | None:
+    """The team a new project belongs to: None for the admin token (no team until it is
+    transferred); for an account, ``teamId`` or its one team where it may ``manage``."""
+    if principal.is_admin and team_id is None:
+        return None
+    if principal.is_admin:
+        if not isinstance(team_id, str):
+            raise InvalidRequest("`teamId` must be a team's id", field="teamId")
+        return team_id
+    if principal.access is None:
+        raise Forbidden("only the admin token may do this")
+    if team_id is None:
+        allowed = principal.access.teams_with("manage")
+        if len(allowed) == 1:
+            return allowed[0]
+        if not allowed:
+            raise Forbidden(
+                "you are not an owner or admin of any team: you may not create projects"
+            )
+        raise InvalidRequest(
+            "you are an owner or admin of several teams: name the team, `teamId`", field="teamId"
+        )
+    if not isinstance(team_id, str):
+        raise InvalidRequest("`teamId` must be a team's id", field="teamId")
+    principal.require_team("manage", team_id)
+    return team_id
 
 
 def _timezone(value: Any) -> str:

@@ -21,6 +21,11 @@ def _m001_initial(conn: Connection) -> None:
         table.create(conn, checkfirst=True)
 
 
+def _m002_accounts(conn: Connection) -> None:
+    for table in tables.ACCOUNT_TABLES:  # in order: a table after those it refers to
+        table.create(conn, checkfirst=True)
+
+
 def _m020_mail_outbox(conn: Connection) -> None:
     tables.mail_outbox.create(conn, checkfirst=True)
 
@@ -31,6 +36,7 @@ def _m050_edge_secrets(conn: Connection) -> None:
 
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial: projects, api_keys, salts, usage", _m001_initial),
+    (2, "accounts: accounts, teams, members, sessions, invitations, resets", _m002_accounts),
     (20, "mail: the outbox", _m020_mail_outbox),
     (50, "edge: secrets registered over the API", _m050_edge_secrets),
 ]

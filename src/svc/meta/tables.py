@@ -55,6 +55,126 @@ api_keys = Table(
     Index("ix_api_keys_project", "project_id"),
 )
 
+# accounts (svc.accounts): people, teams, roles, sessions, invitations -----------------------
+
+accounts = Table(
+    "accounts",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("email", String(320), nullable=False, unique=True),  # lower case
+    Column("name", String(100), nullable=False, server_default=""),
+    Column("password_hash", String(200), nullable=False),  # argon2id; "" before it is set
+    Column("totp_secret", String(64), nullable=True),  # two-factor on once confirmed
+    Column("totp_pending", String(64), nullable=True),  # enrolled, not confirmed yet
+    Column("disabled_at", BigInteger, nullable=True),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+)
+
+teams = Table(
+    "teams",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("name", String(100), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+)
+
+team_members = Table(
+    "team_members",
+    metadata,
+    Column("team_id", String(40), ForeignKey("teams.id", ondelete="CASCADE"), primary_key=True),
+    Column(
+        "account_id", String(40), ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True
+    ),
+    Column("role", String(16), nullable=False),  # owner, admin, editor, viewer
+    Column("created_at", BigInteger, nullable=False),
+    Index("ix_team_members_account", "account_id"),
+)
+
+project_teams = Table(
+    "project_teams",
+    metadata,
+    Column(
+        "project_id", String(64), ForeignKey("projects.id", ondelete="CASCADE"), primary_key=True
+    ),
+    Column("team_id", String(40), ForeignKey("teams.id", ondelete="CASCADE"), nullable=False),
+    Column("assigned_at", BigInteger, nullable=False),
+    Index("ix_project_teams_team", "team_id"),
+)
+
+project_guests = Table(
+    "project_guests",
+    metadata,
+    Column(
+        "project_id", String(64), ForeignKey("projects.id", ondelete="CASCADE"), primary_key=True
+    ),
+    Column(
+        "account_id", String(40), ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True
+    ),
+    Column("created_at", BigInteger, nullable=False),
+    Index("ix_project_guests_account", "account_id"),
+)
+
+account_sessions = Table(
+    "account_sessions",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("account_id", String(40), ForeignKey("accounts.id", ondelete="CASCADE"), nullable=False),
+    Column("hash", String(64), nullable=False, unique=True),
+    Column("created_at", BigInteger, nullable=False),
+    Column("expires_at", BigInteger, nullable=False),
+    Index("ix_account_sessions_account", "account_id"),
+)
+
+invitations = Table(
+    "invitations",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("hash", String(64), nullable=False, unique=True),
+    Column("email", String(320), nullable=False),
+    Column("team_id", String(40), ForeignKey("teams.id", ondelete="CASCADE"), nullable=True),
+    Column("project_id", String(64), ForeignKey("projects.id", ondelete="CASCADE"), nullable=True),
+    Column("role", String(16), nullable=False),  # a team role, or guest (with project_id)
+    Column("invited_by", String(40), nullable=True),
+    Column("created_at", BigInteger, nullable=False),
+    Column("expires_at", BigInteger, nullable=False),
+    Column("accepted_at", BigInteger, nullable=True),
+    Column("revoked_at", BigInteger, nullable=True),
+)
+
+password_resets = Table(
+    "password_resets",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("hash", String(64), nullable=False, unique=True),
+    Column("account_id", String(40), ForeignKey("accounts.id", ondelete="CASCADE"), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("expires_at", BigInteger, nullable=False),
+    Column("used_at", BigInteger, nullable=True),
+)
+
+recovery_codes = Table(
+    "recovery_codes",
+    metadata,
+    Column(
+        "account_id", String(40), ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True
+    ),
+    Column("hash", String(64), primary_key=True),
+    Column("used_at", BigInteger, nullable=True),
+)
+
+ACCOUNT_TABLES = (
+    accounts,
+    teams,
+    team_members,
+    project_teams,
+    project_guests,
+    account_sessions,
+    invitations,
+    password_resets,
+    recovery_codes,
+)
+
 salts = Table(
     "salts",
     metadata,

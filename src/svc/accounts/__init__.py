@@ -1,0 +1,11 @@
+"""Accounts: people with passwords and two-factor codes, teams that own projects, roles,
+guests, sessions, invitations and password resets (issue 21).
+
+Modules, one job each: :mod:`.passwords` (argon2id), :mod:`.tokens` (random tokens stored
+hashed), :mod:`.roles` (the table of what each role may do), :mod:`.totp` (two-factor codes and
+recovery codes), :mod:`.store` (accounts and sessions), :mod:`.teams` (teams, members, which
+team owns a project, guests), :mod:`.invites` (invitations and password resets),
+:mod:`.access` (a session token to what its account may do), :mod:`.throttle` (sign-in
+attempts), :mod:`.mail` (the one call into the mail outbox) and :mod:`.service` (the domain
+operations the HTTP handlers and ``svcm`` call).
+"""

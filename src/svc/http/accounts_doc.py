@@ -1,0 +1,412 @@
+"""The "Accounts and teams" part of the OpenAPI document (:mod:`svc.http.openapi`): the
+types of the answers and bodies of :mod:`svc.http.accounts`, and its paths."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+Timestamp = Annotated[datetime, Meta(tz=True)]
+Role = Literal["owner", "admin", "editor", "viewer"]
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p.title() for p in rest)
+
+
+class _Doc(Struct, rename=_camel, kw_only=True):
+    """camelCase names, absent optional fields."""
+
+
+class Account(_Doc):
+    id: str
+    email: str
+    name: str
+    totp_enabled: bool
+    disabled_at: Timestamp | None = None
+    created_at: Timestamp | None = None
+    teams: list[TeamOfAccount] | UnsetType = UNSET
+    projects: list[ProjectRole] | UnsetType = UNSET
+    recovery_codes_left: int | UnsetType = UNSET
+
+
+class TeamOfAccount(_Doc):
+    id: str
+    name: str
+    created_at: Timestamp | None = None
+    role: Role | None = None
+
+
+class ProjectRole(_Doc):
+    id: str
+    role: Literal["owner", "admin", "editor", "viewer", "guest"]
+
+
+class SignInInput(_Doc):
+    email: str
+    password: str
+    code: (
+        Annotated[
+            str, Meta(description="Two-factor: the authenticator's code, or a recovery code.")
+        ]
+        | UnsetType
+    ) = UNSET
+
+
+class Session(_Doc):
+    token: Annotated[str, Meta(description="Send as `Authorization: Bearer svc_sess_...`.")]
+    expires_at: Timestamp
+    account: Account
+
+
+class AccountInput(_Doc):
+    name: str | UnsetType = UNSET
+    password: Annotated[str, Meta(min_length=10, max_length=256)] | UnsetType = UNSET
+    current_password: str | UnsetType = UNSET
+
+
+class TotpEnrollment(_Doc):
+    secret: str
+    uri: Annotated[str, Meta(description="otpauth:// URI, for a QR code.")]
+
+
+class TotpConfirmation(_Doc):
+    totp_enabled: bool
+    recovery_codes: Annotated[list[str], Meta(description="Shown this once.")]
+
+
+class Member(_Doc):
+    id: str
+    email: str
+    name: str
+    role: Role
+    disabled: bool
+    since: Timestamp
+
+
+class Team(_Doc):
+    id: str
+    name: str
+    created_at: Timestamp
+    role: Role | None = None
+    members: list[Member] | UnsetType = UNSET
+    projects: list[str] | UnsetType = UNSET
+
+
+class Teams(_Doc):
+    teams: list[Team]
+
+
+class Invitation(_Doc):
+    id: str
+    email: str
+    team_id: str | None
+    project_id: str | None
+    role: Literal["owner", "admin", "editor", "viewer", "guest"]
+    created_at: Timestamp
+    expires_at: Timestamp
+    accepted_at: Timestamp | None = None
+    team_name: str | UnsetType | None = UNSET
+    account_exists: bool | UnsetType = UNSET
+
+
+class InvitationInput(_Doc):
+    email: str
+    role: Role = "viewer"
+
+
+class InvitationMade(_Doc):
+    invitation: Invitation
+    mailed: Annotated[bool, Meta(description="Whether mail is on (SVC_SMTP_URL).")]
+    link: Annotated[str, Meta(description="Only when mail is off: pass it on.")] | UnsetType = UNSET
+
+
+class Invitations(_Doc):
+    invitations: list[Invitation]
+
+
+class AcceptInput(_Doc):
+    password: Annotated[str, Meta(description="Signing up (without a session).")] | UnsetType = (
+        UNSET
+    )
+    name: str | UnsetType = UNSET
+
+
+class Accepted(_Doc):
+    joined: dict[str, str]
+    token: str | UnsetType = UNSET
+    expires_at: Timestamp | UnsetType = UNSET
+    account: Account | UnsetType = UNSET
+
+
+class Guests(_Doc):
+    guests: list[dict[str, Any]]
+    invitations: list[Invitation]
+
+
+ACCOUNT_TYPES: dict[str, type[Struct]] = {
+    t.__name__: t
+    for t in (
+        Account,
+        SignInInput,
+        Session,
+        AccountInput,
+        TotpEnrollment,
+        TotpConfirmation,
+        Team,
+        Teams,
+        Invitation,
+        InvitationInput,
+        InvitationMade,
+        Invitations,
+        AcceptInput,
+        Accepted,
+        Guests,
+    )
+}
+
+
+def account_paths(
+    settings: Any,
+    secured: list[dict[str, list[str]]],
+    helpers: tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any], Callable[..., Any]],
+) -> dict[str, Any]:
+    """The paths of accounts, teams, invitations, guests and transfers; ``helpers`` are
+    :mod:`svc.http.openapi`'s ``_errors``, ``_json``, ``_param`` and ``_ref``."""
+    _errors, _json, _param, _ref = helpers
+
+    json = "application/json"
+
+    def op(
+        summary: str,
+        ok: dict[str, Any],
+        *errors: int,
+        body: str | None = None,
+        public: bool = False,
+    ) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "summary": summary,
+            "responses": {**ok, **_errors(settings, *errors)},
+        }
+        if not public:
+            out["security"] = secured
+        if body is not None:
+            out["requestBody"] = {"required": True, "content": {json: {"schema": _ref(body)}}}
+        return out
+
+    done = {"200": {"description": "Done."}}
+    team = _param("team_id", "path", "Team id, `team_...`.", True)
+    account = _param("account_id", "path", "Account id, `acc_...`.", True)
+    project = _param("project_id", "path", "Project id, `svc_proj_<name>`.", True)
+    token = _param("token", "path", "The invitation token of the link, `svc_invite_...`.", True)
+    return {
+        "/auth/signin": {
+            "post": op(
+                "Sign in: a session token (401 invalid_credentials, the same for an unknown "
+                "email; totp_required: send `code`; 429 after repeated failures)",
+                {"200": _json("Session", "The session.")},
+                400,
+                401,
+                429,
+                body="SignInInput",
+                public=True,
+            )
+        },
+        "/auth/signout": {"post": op("End this session", done, 401, 403)},
+        "/auth/signout-everywhere": {
+            "post": op("End every session of the account", done, 401, 403)
+        },
+        "/auth/reset": {
+            "post": op(
+                "Mail a password-reset link (202 whether or not the email has an account)",
+                {"202": {"description": "Accepted."}},
+                400,
+                public=True,
+            )
+        },
+        "/auth/reset/confirm": {
+            "post": op(
+                "Set a new password with the reset token {token, password}; signs out everywhere",
+                done,
+                400,
+                404,
+                public=True,
+            )
+        },
+        "/account": {
+            "get": op(
+                "The signed-in account, its teams and projects",
+                {"200": _json("Account", "The account.")},
+                401,
+                403,
+            ),
+            "patch": op(
+                "Change the name, or the password (with currentPassword)",
+                {"200": _json("Account", "The account.")},
+                400,
+                401,
+                403,
+                body="AccountInput",
+            ),
+        },
+        "/account/totp": {
+            "post": op(
+                "Begin two-factor enrollment: a secret for the authenticator app",
+                {"200": _json("TotpEnrollment", "The secret.")},
+                401,
+                403,
+                409,
+            ),
+            "delete": op("Turn two-factor off {password}", done, 400, 401, 403),
+        },
+        "/account/totp/confirm": {
+            "post": op(
+                "Turn two-factor on with a code {code}: the recovery codes, once",
+                {"200": _json("TotpConfirmation", "On.")},
+                400,
+                401,
+                403,
+                409,
+            )
+        },
+        "/invitations/{token}": {
+            "parameters": [token],
+            "get": op(
+                "What an invitation offers (no credential: the token is one)",
+                {"200": _json("Invitation", "The invitation.")},
+                404,
+                public=True,
+            ),
+        },
+        "/invitations/{token}/accept": {
+            "parameters": [token],
+            "post": op(
+                "Accept: with a session, that account joins; without, sign up {password, name?} "
+                "(and get a session)",
+                {"200": _json("Accepted", "Joined.")},
+                400,
+                404,
+                409,
+                body="AcceptInput",
+                public=True,
+            ),
+        },
+        "/teams": {
+            "get": op(
+                "The account's teams (admin token: all)",
+                {"200": _json("Teams", "The teams.")},
+                401,
+                403,
+            ),
+            "post": op(
+                "Create a team {name}; the account creating it is its owner",
+                {"201": _json("Team", "The team.")},
+                400,
+                401,
+                403,
+            ),
+        },
+        "/teams/{team_id}": {
+            "parameters": [team],
+            "get": op(
+                "A team, its members and projects (any member)",
+                {"200": _json("Team", "The team.")},
+                401,
+                403,
+                404,
+            ),
+            "patch": op(
+                "Rename a team {name} (admin)",
+                {"200": _json("Team", "The team.")},
+                400,
+                401,
+                403,
+                404,
+            ),
+        },
+        "/teams/{team_id}/members/{account_id}": {
+            "parameters": [team, account],
+            "patch": op(
+                "Change a member's role {role} (admin; owner to make or unmake an owner; 409 for "
+                "the last owner)",
+                {"200": _json("Team", "The team.")},
+                400,
+                401,
+                403,
+                404,
+                409,
+            ),
+            "delete": op(
+                "Remove a member, or leave (one's own id); 409 for the last owner",
+                done,
+                401,
+                403,
+                404,
+                409,
+            ),
+        },
+        "/teams/{team_id}/invitations": {
+            "parameters": [team],
+            "get": op(
+                "Pending invitations (admin)",
+                {"200": _json("Invitations", "Pending.")},
+                401,
+                403,
+                404,
+            ),
+            "post": op(
+                "Invite an email with a role (admin; owner to invite an owner): mailed, or the "
+                "link in the answer when mail is off",
+                {"201": _json("InvitationMade", "The invitation.")},
+                400,
+                401,
+                403,
+                404,
+                body="InvitationInput",
+            ),
+        },
+        "/teams/{team_id}/invitations/{invitation_id}": {
+            "parameters": [
+                team,
+                _param("invitation_id", "path", "Invitation id, `inv_...`.", True),
+            ],
+            "delete": op("Withdraw a pending invitation (admin)", done, 401, 403, 404),
+        },
+        "/projects/{project_id}/guests": {
+            "parameters": [project],
+            "get": op(
+                "The project's guests and pending guest invitations (admin)",
+                {"200": _json("Guests", "The guests.")},
+                401,
+                403,
+                404,
+            ),
+            "post": op(
+                "Invite a guest {email}: a viewer of this project only (admin)",
+                {"201": _json("InvitationMade", "The invitation.")},
+                400,
+                401,
+                403,
+                404,
+            ),
+        },
+        "/projects/{project_id}/guests/{account_id}": {
+            "parameters": [project, account],
+            "delete": op("Remove a guest (admin)", done, 401, 403, 404),
+        },
+        "/projects/{project_id}/transfer": {
+            "parameters": [project],
+            "post": op(
+                "Move the project to another team {teamId} (owner of both; admin token: any)",
+                done,
+                400,
+                401,
+                403,
+                404,
+            ),
+        },
+    }

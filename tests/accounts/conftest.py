@@ -1,0 +1,90 @@
+"""Fixtures of the accounts tests: one real server for the package (sign-in limits high, so
+that only the lockout tests, on their own server, meet them), and helpers that make people
+the way a person does: an invitation, accepted over HTTP."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support import Server
+
+PASSWORD = "correct horse battery"
+#: argon2id at 1 MiB and 1 pass: the same code at a hundredth of the cost (a hash keeps its
+#: parameters, so the code path is the same as with the defaults)
+CHEAP_HASHES = {"SVC_PASSWORD_HASH_MEMORY_KIB": "1024", "SVC_PASSWORD_HASH_ITERATIONS": "1"}
+_serial = itertools.count(1)
+
+
+@pytest.fixture(scope="package")
+def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    server = Server(
+        tmp_path_factory.mktemp("accounts") / "data",
+        env={
+            **CHEAP_HASHES,
+            "SVC_SIGNIN_LIMIT_PER_ADDRESS": "1000",
+            "SVC_SIGNIN_LIMIT_PER_ACCOUNT": "1000",
+        },
+    ).start()
+    yield server
+    server.stop()
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def unique_email(label: str = "person") -> str:
+    return f"{label}{next(_serial)}@example.com"
+
+
+def call(
+    srv: Server, method: str, path: str, token: str | None = None, **kw: Any
+) -> httpx.Response:
+    headers = {**kw.pop("headers", {}), **(bearer(token) if token else {})}
+    return httpx.request(method, srv.url + path, headers=headers, timeout=30, **kw)
+
+
+def invite_token(link: str) -> str:
+    return link.split("#invite=", 1)[1]
+
+
+@dataclass
+class Person:
+    email: str
+    token: str  # a session token
+    account_id: str
+
+
+def invite_and_accept(
+    srv: Server, inviter: str, team_id: str, role: str, email: str | None = None
+) -> Person:
+    """Invite an email to the team (mail is off: the answer holds the link) and accept it by
+    signing up."""
+    email = email or unique_email(role)
+    r = call(
+        srv, "POST", f"/teams/{team_id}/invitations", inviter, json={"email": email, "role": role}
+    )
+    assert r.status_code == 201, r.text
+    token = invite_token(r.json()["link"])
+    r = call(srv, "POST", f"/invitations/{token}/accept", json={"password": PASSWORD})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    return Person(email, body["token"], body["account"]["id"])
+
+
+def new_team(srv: Server, name: str = "team") -> tuple[str, Person]:
+    """A team made with the admin token, and its first owner (invited, signed up)."""
+    r = call(srv, "POST", "/teams", srv.admin_token, json={"name": name})
+    assert r.status_code == 201, r.text
+    team_id = r.json()["id"]
+    return team_id, invite_and_accept(srv, srv.admin_token, team_id, "owner")
+
+
+def sign_in(srv: Server, email: str, password: str = PASSWORD, **extra: Any) -> httpx.Response:
+    return call(srv, "POST", "/auth/signin", json={"email": email, "password": password, **extra})

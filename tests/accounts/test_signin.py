@@ -1,0 +1,143 @@
+"""Sign-in, sign-out, sign-out everywhere, the account's settings and two-factor."""
+
+from __future__ import annotations
+
+import time
+
+import pyotp
+
+from tests.accounts.conftest import PASSWORD, call, new_team, sign_in, unique_email
+from tests.support import Server, is_error
+
+
+def test_sign_in_gives_a_session_that_signs_out(srv: Server) -> None:
+    _, owner = new_team(srv)
+    r = sign_in(srv, owner.email.upper())  # emails are not case-sensitive
+    assert r.status_code == 200, r.text
+    body = r.json()
+    token = body["token"]
+    assert token.startswith("svc_sess_") and body["account"]["email"] == owner.email
+    assert "expiresAt" in body and "password" not in r.text
+    me = call(srv, "GET", "/account", token).json()
+    assert me["email"] == owner.email and me["teams"][0]["role"] == "owner"
+    assert call(srv, "POST", "/auth/signout", token).status_code == 200
+    is_error(call(srv, "GET", "/account", token), 401)
+    assert call(srv, "GET", "/account", owner.token).status_code == 200  # the other session
+
+
+def test_sign_out_everywhere_ends_every_session(srv: Server) -> None:
+    _, owner = new_team(srv)
+    second = sign_in(srv, owner.email).json()["token"]
+    r = call(srv, "POST", "/auth/signout-everywhere", second)
+    assert r.status_code == 200 and r.json()["sessionsEnded"] == 2
+    is_error(call(srv, "GET", "/account", owner.token), 401)
+    is_error(call(srv, "GET", "/account", second), 401)
+
+
+def test_wrong_password_and_unknown_email_get_the_same_answer(srv: Server) -> None:
+    _, owner = new_team(srv)
+    timings: dict[str, list[float]] = {"wrong": [], "unknown": []}
+    answers = {}
+    for _ in range(3):
+        for kind, email in (("wrong", owner.email), ("unknown", unique_email("nobody"))):
+            started = time.perf_counter()
+            r = sign_in(srv, email, "not the password at all")
+            timings[kind].append(time.perf_counter() - started)
+            answers[kind] = (r.status_code, r.json()["error"]["code"], r.json()["error"]["message"])
+    assert (
+        answers["wrong"]
+        == answers["unknown"]
+        == (
+            401,
+            "invalid_credentials",
+            "the email or the password is wrong",
+        )
+    )
+    # both verify an argon2 hash: similar times (the median within a factor of 2)
+    wrong, unknown = sorted(timings["wrong"])[1], sorted(timings["unknown"])[1]
+    assert 0.5 < wrong / unknown < 2.0, timings
+    log = srv.log()
+    assert "signin_failed" in log or "sign-in failed" in log
+    assert "not the password at all" not in log
+
+
+def test_bad_sign_in_requests_name_the_field(srv: Server) -> None:
+    is_error(call(srv, "POST", "/auth/signin", json={"password": "x" * 12}), 400, "email")
+    is_error(call(srv, "POST", "/auth/signin", json={"email": "a@b.co"}), 400, "password")
+    is_error(
+        call(srv, "POST", "/auth/signin", json={"email": "a@b.co", "password": "x", "x": 1}),
+        400,
+        "x",
+    )
+    is_error(call(srv, "GET", "/account", "svc_sess_short"), 401)
+
+
+def test_password_change_needs_the_current_one_and_signs_out_others(srv: Server) -> None:
+    _, owner = new_team(srv)
+    other = sign_in(srv, owner.email).json()["token"]
+    is_error(
+        call(srv, "PATCH", "/account", owner.token, json={"password": "another password 1"}),
+        400,
+        "currentPassword",
+    )
+    is_error(
+        call(
+            srv,
+            "PATCH",
+            "/account",
+            owner.token,
+            json={"password": "short", "currentPassword": PASSWORD},
+        ),
+        400,
+        "password",
+    )
+    r = call(
+        srv,
+        "PATCH",
+        "/account",
+        owner.token,
+        json={"password": "another password 1", "currentPassword": PASSWORD, "name": "Ada"},
+    )
+    assert r.status_code == 200 and r.json()["name"] == "Ada"
+    is_error(call(srv, "GET", "/account", other), 401)
+    assert call(srv, "GET", "/account", owner.token).status_code == 200
+    assert sign_in(srv, owner.email, "another password 1").status_code == 200
+    is_error(sign_in(srv, owner.email), 401)
+
+
+def test_two_factor_enroll_verify_and_single_use_recovery_codes(srv: Server) -> None:
+    _, owner = new_team(srv)
+    begun = call(srv, "POST", "/account/totp", owner.token).json()
+    assert begun["uri"].startswith("otpauth://totp/")
+    totp = pyotp.TOTP(begun["secret"])
+    is_error(
+        call(srv, "POST", "/account/totp/confirm", owner.token, json={"code": "000000"}),
+        400,
+        "code",
+    )
+    r = call(srv, "POST", "/account/totp/confirm", owner.token, json={"code": totp.now()})
+    assert r.status_code == 200, r.text
+    codes = r.json()["recoveryCodes"]
+    assert len(codes) == 10 and len(set(codes)) == 10
+    # now the password alone is not enough
+    assert is_error(sign_in(srv, owner.email), 401)["error"]["code"] == "totp_required"
+    assert sign_in(srv, owner.email, code=totp.now()).status_code == 200
+    is_error(sign_in(srv, owner.email, code="123456" if totp.now() != "123456" else "654321"), 401)
+    # a recovery code works once
+    assert sign_in(srv, owner.email, code=codes[0]).status_code == 200
+    assert is_error(sign_in(srv, owner.email, code=codes[0]), 401)["error"]["code"] == (
+        "invalid_credentials"
+    )
+    assert sign_in(srv, owner.email, code=codes[1].upper()).status_code == 200
+    assert call(srv, "GET", "/account", owner.token).json()["recoveryCodesLeft"] == 8
+    # off again, with the password
+    is_error(
+        call(srv, "DELETE", "/account/totp", owner.token, json={"password": "nope"}),
+        400,
+        "password",
+    )
+    assert (
+        call(srv, "DELETE", "/account/totp", owner.token, json={"password": PASSWORD}).status_code
+        == 200
+    )
+    assert sign_in(srv, owner.email).status_code == 200
