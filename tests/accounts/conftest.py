@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.mail_server import MailServer
 from tests.support import Server
 
 PASSWORD = "correct horse battery"
@@ -62,28 +63,40 @@ class Person:
 
 
 def invite_and_accept(
-    srv: Server, inviter: str, team_id: str, role: str, email: str | None = None
+    srv: Server,
+    inviter: str,
+    team_id: str,
+    role: str,
+    email: str | None = None,
+    mail: MailServer | None = None,
 ) -> Person:
-    """Invite an email to the team (mail is off: the answer holds the link) and accept it by
-    signing up."""
+    """Invite an email to the team and accept it by signing up. The link is in the answer
+    when mail is off, else in the mail ``mail`` received."""
     email = email or unique_email(role)
     r = call(
         srv, "POST", f"/teams/{team_id}/invitations", inviter, json={"email": email, "role": role}
     )
     assert r.status_code == 201, r.text
-    token = invite_token(r.json()["link"])
+    if mail is None:
+        link = r.json()["link"]
+    else:
+        (msg,) = mail.wait_for(match=lambda m: email in str(m["To"]))
+        text = msg.get_body(("plain",))
+        assert text is not None
+        link = next(w for w in text.get_content().split() if "#invite=" in w)
+    token = invite_token(link)
     r = call(srv, "POST", f"/invitations/{token}/accept", json={"password": PASSWORD})
     assert r.status_code == 200, r.text
     body = r.json()
     return Person(email, body["token"], body["account"]["id"])
 
 
-def new_team(srv: Server, name: str = "team") -> tuple[str, Person]:
+def new_team(srv: Server, name: str = "team", mail: MailServer | None = None) -> tuple[str, Person]:
     """A team made with the admin token, and its first owner (invited, signed up)."""
     r = call(srv, "POST", "/teams", srv.admin_token, json={"name": name})
     assert r.status_code == 201, r.text
     team_id = r.json()["id"]
-    return team_id, invite_and_accept(srv, srv.admin_token, team_id, "owner")
+    return team_id, invite_and_accept(srv, srv.admin_token, team_id, "owner", mail=mail)
 
 
 def sign_in(srv: Server, email: str, password: str = PASSWORD, **extra: Any) -> httpx.Response:
