@@ -79,6 +79,11 @@ UNITS: tuple[Unit, ...] = (
         ("credentials", "meta", "queries", "storage"),
     ),
     Unit(
+        "retention",
+        "how long each project's raw events and rollups are kept, and the job that deletes",
+        ("meta", "queries", "storage"),
+    ),
+    Unit(
         "runtime",
         "the running service: every long-lived part, started and stopped in order",
         (
@@ -89,6 +94,7 @@ UNITS: tuple[Unit, ...] = (
             "mail",
             "meta",
             "queries",
+            "retention",
             "spool",
             "storage",
         ),
@@ -96,7 +102,7 @@ UNITS: tuple[Unit, ...] = (
     Unit(
         "projects",
         "project provisioning, behind /projects, `svcm projects` and `svcm keys`",
-        ("auth", "credentials", "limits", "meta", "runtime"),
+        ("auth", "credentials", "limits", "meta", "retention", "runtime"),
     ),
     Unit(
         "backup",
@@ -116,6 +122,7 @@ UNITS: tuple[Unit, ...] = (
             "meta",
             "projects",
             "queries",
+            "retention",
             "runtime",
             "spool",
             "storage",

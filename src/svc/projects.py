@@ -10,6 +10,7 @@ import asyncio
 from typing import Any
 
 from svc.limits.plans import merge_quota_option
+from svc.retention.policy import merge_options as merge_retention_options
 from svc.runtime import Runtime
 from svc.timeutil import now_ms
 
@@ -39,7 +40,8 @@ class ProjectService:
         }
 
     def update(self, project_id: str, changes: dict[str, Any]) -> dict[str, Any]:
-        changes = merge_quota_option(self.meta.get_project(project_id), changes)
+        current = self.meta.get_project(project_id)
+        changes = merge_retention_options(current, merge_quota_option(current, changes))
         project = self.meta.update_project(project_id, changes)
         self.runtime.authenticator.forget(project_id=project_id)
         return project.to_json()

@@ -31,6 +31,7 @@ from svc.meta import files as meta_files
 from svc.meta.store import MetadataUnavailable, MetaStore, Project
 from svc.meta.usage import UsageRecorder
 from svc.queries import sql
+from svc.retention.job import RetentionJob
 from svc.settings import Settings
 from svc.spool.loader import Loader
 from svc.spool.log import Spool, read_segment
@@ -69,6 +70,8 @@ class Runtime:
         self.generated_admin_token: str | None = None
         self._housekeeping: asyncio.Task[None] | None = None
         self.rollups = Rollups(self.store)
+        # retention: deletes what projects keep no longer, after a rollup pass (svc.retention)
+        self.retention = RetentionJob(self.store, self.rollups, self.meta.list_projects, settings)
         self._rolling_up: asyncio.Task[None] | None = None
         # the rollup passes, for /internal/metrics: how many, their time, the last's, failures
         self.rollup_runs, self.rollup_seconds_total, self.rollup_last_seconds = 0, 0.0, 0.0
@@ -112,6 +115,7 @@ class Runtime:
             # counted from the spool and loaded in the background, while events are taken.
             await self.loader.drain(max_segments=1)
             await asyncio.to_thread(self._seed_from_store)
+            await asyncio.to_thread(self.retention.load)
         except Exception as exc:  # the store may be down: ingestion still spools
             log.error("event store unavailable at start-up: %s", exc)
             self.loader.last_error = f"{type(exc).__name__}: {exc}"[:500]
@@ -241,6 +245,10 @@ class Runtime:
             self.rollup_last_seconds = time.perf_counter() - started
             self.rollup_seconds_total += self.rollup_last_seconds
             self.rollup_runs += 1
+            try:  # after the pass: no day is deleted before its rollups are current
+                await asyncio.to_thread(self.retention.run_if_due)
+            except Exception as exc:  # the next pass tries again
+                log.warning("retention: %s", exc)
             await asyncio.sleep(self.settings.rollup_interval_seconds)
 
     async def _housekeep(self) -> None:

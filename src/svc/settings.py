@@ -81,6 +81,19 @@ class Settings:
         "A custom property is rolled up for a day when it has at most this many values that "
         "day; a property with more (an id, a URL) is read from the events for that day.",
     )
+    retention_months: int = _setting(
+        0,
+        "Raw events (and their session rows) are kept this many whole months before the current "
+        "one, then deleted; a project's options.retentionMonths overrides it. 0: forever.",
+    )
+    rollup_retention_months: int = _setting(
+        0,
+        "The daily rollups, which answer /metrics and breakdowns once raw events are gone, are "
+        "kept this many months (never less than the raw events). 0: forever.",
+    )
+    retention_interval_seconds: float = _setting(
+        3600.0, "How often the retention job looks for data past its projects' retention (s)."
+    )
     store_memory_release_seconds: float = _setting(
         0.1,
         "Embedded store: after loading, hand the memory its inserts freed back to the system "

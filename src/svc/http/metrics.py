@@ -25,6 +25,7 @@ from svc.queries.dimensions import dimension
 from svc.queries.filters import parse_filters
 from svc.queries.metrics import query_metrics
 from svc.queries.plan import Query
+from svc.retention import notice
 from svc.storage.events import EventStore, QueryTimeout, Read, ReadCancelled, timeout_error
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,8 @@ def parse_scope(request: Request, project: Project, rng: DateRange | None = None
         project.id,
         rng or range_of(request, project),
         tuple(parse_filters(params.getlist("filter"))),
+        # where the project's raw events begin (svc.retention), set by _read
+        raw_from=getattr(request.state, "raw_from", None),
     )
 
 
@@ -146,9 +149,11 @@ async def _read(
     query: Callable[[EventStore, Project, Request], dict[str, Any]],
 ) -> Response:
     runtime = runtime_of(request)
+    headers = {"Access-Control-Allow-Origin": "*"}
     try:
         principal = await principal_of(request)
         project = await project_for_read(request, principal)
+        request.state.raw_from = raw_from = runtime.retention.raw_from(project)
         started = time.monotonic()
         timeout = runtime.settings.query_timeout_seconds
         read = Read(timeout_s=timeout if timeout > 0 else None)
@@ -156,12 +161,18 @@ async def _read(
             body = await run_read(request, read, query, runtime.store, project, request)
         finally:
             runtime.store.release_memory_after_read(time.monotonic() - started)
+        if raw_from is not None and request.query_params.get("from"):
+            # a range that reaches before the raw events says so (docs/api.md, Retention)
+            filtered = bool(request.query_params.getlist("filter"))
+            rng = range_of(request, project)
+            kind = query.__name__.lstrip("_")  # _metrics: metrics
+            headers.update(notice.annotate(body, kind, filtered, rng, raw_from))
     except ApiError as exc:
         return error_response(exc)
     except ReadCancelled:  # nobody to answer: the client went away (499, as nginx logs it)
         return Response(status_code=499)
     body.setdefault("projectId", project.id)
-    return json_response(body, headers={"Access-Control-Allow-Origin": "*"})
+    return json_response(body, headers=headers)
 
 
 def _metrics(store: EventStore, project: Project, request: Request) -> dict[str, Any]:

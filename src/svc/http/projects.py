@@ -138,7 +138,10 @@ async def update_project(request: Request) -> Response:
             if not principal.is_admin:
                 raise Forbidden("only the admin token may change a project's plan")
             changes["plan"] = request.app.state.limits.plans.check_name(body["plan"])
+        if "options" in changes:  # a project's retention is the admin's (svc.retention)
+            from svc.retention.policy import guard_options
 
+            guard_options(principal.is_admin, current, changes["options"])
         if not changes:
             raise InvalidRequest(
                 "nothing to change: send timezone, domains, options or plan", field="body"
@@ -264,6 +267,9 @@ def _domains(value: Any) -> list[str]:
 
 def _options(value: Any) -> dict[str, Any]:
     """Per-project ingestion options: excluded address ranges and paths, own domains only."""
+    from svc.retention.policy import split_options  # its retention (admin only)
+
+    own_retention, value = split_options(value)
     import ipaddress
 
     if not isinstance(value, dict):
@@ -318,7 +324,7 @@ def _options(value: Any) -> dict[str, Any]:
                 "`options.onlyOwnDomains` must be true or false", field="options.onlyOwnDomains"
             )
         out["onlyOwnDomains"] = value["onlyOwnDomains"]
-    return out
+    return {**out, **own_retention}
 
 
 def _shown(value: Any) -> str:

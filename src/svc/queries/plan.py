@@ -57,6 +57,9 @@ class Query:
     project_id: str
     rng: DateRange
     filters: tuple[Filter, ...] = ()
+    #: The first UTC day whose raw events the project keeps (svc.retention; None: every day).
+    #: The days before it are read from the daily rollups alone (:attr:`Plan.rollup_span`).
+    raw_from: date | None = None
 
 
 class Counting(enum.Enum):
@@ -165,6 +168,27 @@ class Plan:
         :func:`rolled_days`). None when there is none."""
         first = self.rng.start_utc.date() + timedelta(days=1)
         last = self.rng.end_utc.date() - timedelta(days=2)
+        old = self.days_before_raw
+        if old is not None and not self.filters:
+            first = old[0]
+            last = max(last, old[1])
+        return (first, last) if first <= last else None
+
+    @property
+    def days_before_raw(self) -> tuple[date, date] | None:
+        """The UTC days of the range before the project's raw events begin (``raw_from``),
+        which only the rollups answer: those whose noon is in the range (in UTC, the days of
+        the range; in another zone, the UTC day that shares most of each day), up to the day
+        before ``raw_from``. A rolled day counts its sessions whole (their events on the
+        next day too). None when the range reaches no such day."""
+        raw_from = self.query.raw_from
+        if raw_from is None:
+            return None
+        noon = timedelta(hours=12)
+        first = (self.rng.start_utc - noon).date()
+        if datetime.combine(first, datetime.min.time(), UTC) + noon < self.rng.start_utc:
+            first += timedelta(days=1)
+        last = min((self.rng.end_utc - noon - _MS).date(), raw_from - timedelta(days=1))
         return (first, last) if first <= last else None
 
 

@@ -54,6 +54,7 @@ PROJECT_TABLES = (
     "session_rollups",
     "rolled_sessions",
     "rollup_days",
+    "retention_horizons",  # svc.retention (migrations/020)
 )
 
 

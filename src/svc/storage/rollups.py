@@ -239,17 +239,42 @@ class Rollups:
         since = self._checked_since or (now - FIRST_CHECK)
         exact = loaded_through_ms is not None
         days = self._missing(last_day) | self._changed(since, last_day, exact)
+        if days:  # not the days whose raw rows retention deleted (their rollups stay)
+            kept_from = self.raw_horizons()
+            days = {(p, d) for p, d in days if p not in kept_from or d >= kept_from[p]}
         if not days:
             return 0
-        if self._last_version is None:
-            rows = self.store.query("SELECT max(version) FROM rollup_days", {})
-            self._last_version = int(rows[0][0] or 0) if rows else 0
         watermark = int(now.timestamp() * 1000) if loaded_through_ms is None else loaded_through_ms
-        version = max(watermark, self._last_version + 1)  # versions only grow
-        self._last_version = version
+        version = self._next_version(watermark)
         for project_id, day in sorted(days):
             self.compute(project_id, day, version)
         return len(days)
+
+    def _next_version(self, watermark: int) -> int:
+        if self._last_version is None:
+            rows = self.store.query("SELECT max(version) FROM rollup_days", {})
+            self._last_version = int(rows[0][0] or 0) if rows else 0
+        version = max(watermark, self._last_version + 1)  # versions only grow
+        self._last_version = version
+        return version
+
+    def compute_days(self, project_id: str, days: list[date], now: datetime | None = None) -> int:
+        """Roll up ``days`` of a project now, under one new version (svc.retention: the days
+        whose sessions are about to be deleted and that were never rolled up). How many."""
+        if not days:
+            return 0
+        version = self._next_version(int((now or datetime.now(UTC)).timestamp() * 1000))
+        for day in days:
+            self.compute(project_id, day, version)
+        return len(days)
+
+    def raw_horizons(self) -> dict[str, date]:
+        """Per project, the first day whose raw rows retention kept (storage/migrations/020):
+        the days before it are never rolled up again nor forgotten."""
+        rows = self.store.query(
+            "SELECT project_id, max(raw_from) FROM retention_horizons GROUP BY project_id", {}
+        )
+        return {str(p): _as_date(d) for p, d in rows}
 
     def compute(self, project_id: str, day: date, version: int) -> None:
         """(Re)compute one day of one project under ``version``, then make it current."""
@@ -292,11 +317,15 @@ class Rollups:
         self.days_computed += 1
 
     def forget(self, project_id: str) -> None:
-        """Drop a project's rollups (its sessions were deleted or rebuilt)."""
+        """Drop a project's rollups (its sessions were deleted or rebuilt), but those of the
+        days before its raw horizon (svc.retention): their sessions are gone, the rollups
+        are all that is left of them."""
+        kept_from = self.raw_horizons().get(project_id, date(1970, 1, 1))
         for table in ("rollup_days", *_ROLLED_TABLES):
             self.store.client.command(
-                f"DELETE FROM {table} WHERE project_id = {{project:String}}",
-                parameters={"project": project_id},
+                f"DELETE FROM {table} WHERE project_id = {{project:String}} "
+                "AND session_day >= {kept_from:Date}",
+                parameters={"project": project_id, "kept_from": kept_from},
             )
 
     def _missing(self, last_day: date) -> set[tuple[str, date]]:

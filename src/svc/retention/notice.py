@@ -1,0 +1,58 @@
+"""What a report says when its range reaches before the project's raw events (docs/api.md,
+"Retention"): ``rawDataFrom`` and a note of what the days before it hold in this report.
+
+Only the daily rollups (and the hourly event figures) answer those days: GET /metrics and
+the breakdowns without filters answer them whole; a time series without filters has the
+hourly page views, events and visitors but no sessions; every other report (filters,
+funnels, goals, revenue, errors, properties) needs the raw events and counts nothing there.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, time
+from typing import Any
+
+from svc.queries.dates import DateRange
+
+#: The reports that answer the days before the raw events from the daily rollups, without
+#: filters.
+FROM_ROLLUPS = frozenset({"metrics", "breakdown"})
+#: The header that carries ``rawDataFrom`` too.
+HEADER = "X-Svc-Raw-Data-From"
+
+
+def reaches_before(rng: DateRange, raw_from: date | None) -> bool:
+    """Whether ``rng`` begins before the first day of raw events (UTC)."""
+    if raw_from is None:
+        return False
+    return rng.start_utc < datetime.combine(raw_from, time(0), UTC)
+
+
+def note(kind: str | None, filtered: bool, raw_from: date) -> str:
+    """The note of a report of ``kind`` (``filtered``: with filters) over days before
+    ``raw_from``."""
+    kept = f"raw events are kept from {raw_from.isoformat()} (UTC) by the retention policy"
+    if kind in FROM_ROLLUPS and not filtered:
+        return (
+            f"{kept}; the days before it are answered from the daily rollups, per UTC day "
+            "(each day's sessions counted whole)"
+        )
+    if kind == "timeseries" and not filtered:
+        return (
+            f"{kept}; before it, page views, events and visitors come from the hourly rollups "
+            "(in a time zone whose offset is whole hours) and sessions, bounce rate and "
+            "duration are not counted"
+        )
+    return f"{kept}; this report needs raw events, so the days before it are not counted"
+
+
+def annotate(
+    body: dict[str, Any], kind: str | None, filtered: bool, rng: DateRange, raw_from: date | None
+) -> dict[str, str]:
+    """Add ``rawDataFrom`` and a note to ``body`` when ``rng`` reaches before ``raw_from``;
+    the headers to answer with (none otherwise)."""
+    if raw_from is None or not reaches_before(rng, raw_from):
+        return {}
+    body["rawDataFrom"] = raw_from.isoformat()
+    body.setdefault("notes", []).append(note(kind, filtered, raw_from))
+    return {HEADER: raw_from.isoformat()}

@@ -1,0 +1,326 @@
+"""Retention (issue 22): raw events are kept N months (the setting, or a project's own
+option), the daily rollups longer; the days past the raw horizon still answer /metrics and
+the breakdowns, from the rollups, exactly as before their events were deleted; the API says
+when a range reaches past the raw events.
+
+One data directory for the module: months-old history goes in through `svcm import` on the
+data directory (the live API takes events 7 days old at most), a first run of the service
+without retention records the answers, a second run with retention deletes and answers again.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+from svc.meta.store import Project
+from svc.queries.dates import DateRange
+from svc.queries.plan import Query, plan
+from svc.retention.policy import Retention, horizon, retention_of
+from svc.settings import Settings
+from tests.cli.support import clean_env
+from tests.support import Server, is_error
+
+TODAY = datetime.now(UTC).date()
+
+
+def month_start(back: int) -> date:
+    """The first day of the month ``back`` months before this one."""
+    found = horizon(back, TODAY)
+    assert found is not None
+    return found
+
+
+def month_end(first: date) -> date:
+    return month_start_after(first) - timedelta(days=1)
+
+
+def month_start_after(first: date) -> date:
+    return date(first.year + first.month // 12, first.month % 12 + 1, 1)
+
+
+OLD = month_start(5) + timedelta(days=14)  # before every horizon below
+MID = month_start(2) + timedelta(days=14)  # before `own`'s (1 month), after the default (3)
+RECENT = TODAY - timedelta(days=3)  # inside every horizon
+DEFAULT_MONTHS, OWN_MONTHS = 3, 1
+
+
+def _ms(day: date, hour: int, minute: int = 0) -> int:
+    return int(datetime(day.year, day.month, day.day, hour, minute, tzinfo=UTC).timestamp() * 1000)
+
+
+def history(project: str) -> list[dict[str, Any]]:
+    """Three sessions a day: sources, pages, a custom event with a property, a bounce, and
+    one that crosses midnight."""
+    rows: list[dict[str, Any]] = []
+    for day in (OLD, MID, RECENT):
+        nxt = day + timedelta(days=1)
+        site = "https://shop.example"
+        plan_of = {"plan": "pro"}
+        events = [
+            ("s1", "page_view", "/a", _ms(day, 10), "https://www.google.com/", None),
+            ("s1", "page_view", "/b", _ms(day, 10, 5), None, None),
+            ("s1", "signup", "/b", _ms(day, 10, 6), None, plan_of),
+            ("s2", "page_view", "/a", _ms(day, 11), None, None),
+            ("s3", "page_view", "/c", _ms(day, 23, 50), "https://news.ycombinator.com/", None),
+            ("s3", "page_view", "/a", _ms(nxt, 0, 10), None, None),
+        ]
+        for n, (session, name, path, ts, referrer, props) in enumerate(events):
+            row: dict[str, Any] = {
+                "event": name,
+                "url": site + path,
+                "ts": ts,
+                "sessionId": f"{day}-{session}",
+                "eventId": f"{project}-{day}-{n}",
+            }
+            if referrer:
+                row["referrer"] = referrer
+            if props:
+                row["properties"] = props
+            rows.append(row)
+    return rows
+
+
+# the policy, without a store --------------------------------------------------------------
+
+
+def test_a_horizon_is_the_first_of_a_month_n_months_back() -> None:
+    assert horizon(0, date(2026, 11, 24)) is None  # forever
+    assert horizon(3, date(2026, 11, 24)) == date(2026, 8, 1)
+    assert horizon(11, date(2026, 11, 1)) == date(2025, 12, 1)
+    assert horizon(13, date(2026, 1, 31)) == date(2024, 12, 1)
+
+
+def test_a_projects_own_retention_wins_and_rollups_never_go_first() -> None:
+    settings = Settings(retention_months=3, rollup_retention_months=24)
+    assert retention_of(None, settings) == Retention(3, 24)
+
+    def project(**options: Any) -> Project:
+        return Project("svc_proj_p", "p", "UTC", (), "free", options=options)
+
+    assert retention_of(project(retentionMonths=1), settings) == Retention(1, 24)
+    assert retention_of(project(retentionMonths=0), settings) == Retention(0, 0)  # forever
+    # rollups kept less than raw events are kept as long as those
+    assert retention_of(project(retentionMonths=30), settings) == Retention(30, 30)
+    assert retention_of(project(rollupRetentionMonths=0), settings) == Retention(3, 0)
+    assert retention_of(None, Settings()) == Retention(0, 0)
+
+
+def test_days_before_the_raw_events_are_the_rollups_whole_utc_days() -> None:
+    raw_from = date(2026, 8, 1)
+
+    def span(first: date, last: date, tz: str = "UTC", **kw: Any) -> tuple[date, date] | None:
+        return plan(Query("p", DateRange(first, last, tz), raw_from=raw_from, **kw)).rollup_span
+
+    # wholly before: every day of the range, its ends too
+    assert span(date(2026, 5, 1), date(2026, 5, 31)) == (date(2026, 5, 1), date(2026, 5, 31))
+    # across the horizon: from the first day to the usual last (the day before the last)
+    assert span(date(2026, 7, 1), date(2026, 8, 20)) == (date(2026, 7, 1), date(2026, 8, 19))
+    # Berlin's days begin at 22:00 or 23:00 UTC the day before: the UTC day sharing most
+    assert span(date(2026, 5, 1), date(2026, 5, 31), "Europe/Berlin") == (
+        date(2026, 5, 1),
+        date(2026, 5, 31),
+    )
+    # Honolulu's (10:00 UTC): the same day
+    assert span(date(2026, 5, 1), date(2026, 5, 31), "Pacific/Honolulu") == (
+        date(2026, 5, 1),
+        date(2026, 5, 31),
+    )
+    # no horizon, or inside it: as before
+    within = plan(
+        Query("p", DateRange(date(2026, 9, 1), date(2026, 9, 30), "UTC"), raw_from=raw_from)
+    )
+    assert within.rollup_span == (date(2026, 9, 2), date(2026, 9, 29))
+
+
+# the service --------------------------------------------------------------------------------
+
+
+def _reads(srv: Server, key: str, first: date, last: date) -> dict[str, Any]:
+    """The answers compared before and after the deletion."""
+    rng = {"from": first.isoformat(), "to": last.isoformat()}
+    auth = {"Authorization": f"Bearer {key}"}
+    out: dict[str, Any] = {"metrics": _drop_notice(srv.metrics(key, **rng))}
+    for by in ("source", "page", "event", "prop:plan", "entry_page"):
+        r = httpx.get(srv.url + "/metrics/breakdown", params={**rng, "by": by}, headers=auth)
+        assert r.status_code == 200, r.text
+        out[by] = _drop_notice(r.json())
+    r = httpx.get(srv.url + "/metrics/timeseries", params={**rng, "interval": "day"}, headers=auth)
+    assert r.status_code == 200, r.text
+    out["series"] = [
+        {k: p[k] for k in ("time", "pageviews", "events", "visitors")} for p in r.json()["points"]
+    ]
+    return out
+
+
+def _drop_notice(body: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in body.items() if k not in ("rawDataFrom", "notes")}
+
+
+def _stored_days(srv: Server, pid: str, key: str) -> set[date]:
+    """The UTC days of the project's raw events (GET /export reads the events table)."""
+    return {datetime.fromtimestamp(e["ts_ms"] / 1000, UTC).date() for e in srv.events(pid, key)}
+
+
+class History:
+    def __init__(self, srv: Server, projects: dict[str, dict[str, Any]], before: dict[str, Any]):
+        self.srv, self.projects, self.before = srv, projects, before
+
+    def key(self, name: str) -> str:
+        key: str = self.projects[name]["keys"]["secret"]
+        return key
+
+
+RANGES = {
+    "old": (month_start(5), month_end(month_start(5))),
+    "mid": (month_start(2), month_end(month_start(2))),
+    "wide": (month_start(5), TODAY),
+}
+
+
+#: The (project, range) pairs read before and after the deletion.
+COMPARED = (("dflt", "old"), ("dflt", "wide"), ("own", "old"), ("own", "mid"))
+
+#: Run in one process (one start of the embedded store): make the data directory and the
+#: projects, and import each project's history (``svcm`` on the data directory).
+SETUP = """
+import contextlib, io, json, sys
+from svc.cli.main import main
+data_dir, out = sys.argv[1], {}
+for name in ("dflt", "own"):
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        if name == "dflt":
+            assert main(["init", "--data-dir", data_dir]) == 0
+            printed.seek(0); printed.truncate()
+        assert main(["projects", "create", name, "--data-dir", data_dir, "--json"]) == 0
+        out[name] = json.loads(printed.getvalue())
+        printed.seek(0); printed.truncate()
+        history = sys.argv[2 if name == "dflt" else 3]
+        assert main(["import", "-p", name, history, "--data-dir", data_dir, "--json", "-q"]) == 0
+        out[name]["imported"] = json.loads(printed.getvalue())["imported"]
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def kept(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
+    root = tmp_path_factory.mktemp("retention")
+    data_dir = root / "data"
+    files = []
+    for name in ("dflt", "own"):
+        files.append(root / f"{name}.ndjson")
+        files[-1].write_text("\n".join(json.dumps(r) for r in history(name)) + "\n")
+    env = clean_env(root / "config.toml")
+    made = subprocess.run(
+        [sys.executable, "-c", SETUP, str(data_dir), *map(str, files)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert made.returncode == 0, made.stderr
+    projects = json.loads(made.stdout.splitlines()[-1])
+    assert all(p["imported"] == len(history(n)) for n, p in projects.items()), projects
+    srv = Server(data_dir, env={"SVC_ROLLUP_INTERVAL_SECONDS": "0.2"})
+    srv.start()  # no retention: every day raw, the finished ones rolled up
+    _wait_until(lambda: srv.health()["store"]["rolledUpDays"] >= 2 * 3)
+    before = {(n, r): _reads(srv, projects[n]["keys"]["secret"], *RANGES[r]) for n, r in COMPARED}
+    srv.stop()
+    srv.env.update(
+        SVC_RETENTION_MONTHS=str(DEFAULT_MONTHS),
+        SVC_ROLLUP_RETENTION_MONTHS="24",
+        SVC_RETENTION_INTERVAL_SECONDS="0.2",
+    )
+    srv.start()
+    r = httpx.patch(
+        f"{srv.url}/projects/{projects['own']['id']}",
+        json={"options": {"retentionMonths": OWN_MONTHS}},
+        headers=srv.admin(),
+    )
+    assert r.status_code == 200, r.text
+    kept = History(srv, projects, before)
+    _wait_until(lambda: MID not in _stored_days(srv, projects["own"]["id"], kept.key("own")))
+    yield kept
+    srv.stop()
+
+
+def _wait_until(done: Any, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def test_events_past_the_horizon_are_deleted_and_those_inside_kept(kept: History) -> None:
+    srv, projects = kept.srv, kept.projects
+    dflt = _stored_days(srv, projects["dflt"]["id"], kept.key("dflt"))
+    own = _stored_days(srv, projects["own"]["id"], kept.key("own"))
+    nxt = timedelta(days=1)
+    # the default (3 months) kept MID and RECENT, a project's own 1 month only RECENT
+    assert dflt == {MID, MID + nxt, RECENT, RECENT + nxt}
+    assert own == {RECENT, RECENT + nxt}
+
+
+def test_the_rollups_answer_the_deleted_days_as_before(kept: History) -> None:
+    for name, r in COMPARED:
+        after = _reads(kept.srv, kept.key(name), *RANGES[r])
+        before = kept.before[(name, r)]
+        for report in ("metrics", "source", "page", "event", "prop:plan", "entry_page"):
+            assert after[report] == before[report], (name, r, report)
+        # the time series keeps the hourly page views, events and visitors
+        assert after["series"] == before["series"], (name, r)
+    assert kept.before[("dflt", "old")]["metrics"]["pageviews"] == 5
+
+
+def test_the_api_says_when_a_range_reaches_past_the_raw_events(kept: History) -> None:
+    srv = kept.srv
+    auth = {"Authorization": f"Bearer {kept.key('dflt')}"}
+    first, last = RANGES["old"]
+    rng = {"from": first.isoformat(), "to": last.isoformat()}
+    raw_from = month_start(DEFAULT_MONTHS).isoformat()
+    r = httpx.get(srv.url + "/metrics", params=rng, headers=auth)
+    assert r.headers["X-Svc-Raw-Data-From"] == raw_from
+    body = r.json()
+    assert body["rawDataFrom"] == raw_from and "daily rollups" in body["notes"][0]
+    # a report that needs raw events counts nothing there, and says so
+    filtered = httpx.get(
+        srv.url + "/metrics", params={**rng, "filter": "source:is:google"}, headers=auth
+    )
+    assert filtered.json()["pageviews"] == 0
+    assert "not counted" in filtered.json()["notes"][0]
+    # a project's own retention: its own horizon
+    own = httpx.get(
+        srv.url + "/metrics/breakdown",
+        params={**rng, "by": "source"},
+        headers={"Authorization": f"Bearer {kept.key('own')}"},
+    )
+    assert own.json()["rawDataFrom"] == month_start(OWN_MONTHS).isoformat()
+    # inside the horizon: nothing said
+    recent = httpx.get(srv.url + "/metrics", params={"from": RECENT.isoformat()}, headers=auth)
+    assert "rawDataFrom" not in recent.json() and "X-Svc-Raw-Data-From" not in recent.headers
+
+
+def test_only_the_admin_sets_a_retention_and_bad_values_name_the_field(kept: History) -> None:
+    srv, project = kept.srv, kept.projects["dflt"]
+    url = f"{srv.url}/projects/{project['id']}"
+    for bad in (-1, 1.5, "3", True, 1201):
+        r = httpx.patch(url, json={"options": {"retentionMonths": bad}}, headers=srv.admin())
+        is_error(r, 400, "options.retentionMonths")
+    r = httpx.patch(url, json={"options": {"rollupRetentionMonths": "x"}}, headers=srv.admin())
+    is_error(r, 400, "options.rollupRetentionMonths")
+    secret = {"Authorization": f"Bearer {kept.key('own')}"}
+    own_url = f"{srv.url}/projects/{kept.projects['own']['id']}"
+    is_error(httpx.patch(own_url, json={"options": {"retentionMonths": 12}}, headers=secret), 403)
+    # options sent without it keep it
+    r = httpx.patch(own_url, json={"options": {"onlyOwnDomains": False}}, headers=secret)
+    assert r.status_code == 200, r.text
+    assert r.json()["options"]["retentionMonths"] == OWN_MONTHS
