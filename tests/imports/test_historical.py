@@ -85,6 +85,36 @@ def test_visitors_are_people_of_a_day_in_the_projects_zone() -> None:
     assert alone.visitor_id == history_visitor_id(BERLIN.id, day.date(), "e9")
 
 
+def test_a_session_over_midnight_keeps_its_start_and_its_visitor() -> None:
+    """As ingestion does: every event of a session carries the time of the first of its events
+    seen, and the visitor of the day it began, also past midnight (here Berlin's)."""
+    pipeline = HistoricalPipeline(BERLIN)
+
+    def row(at: str, session: str = "s1", **extra: Any) -> EventRow:
+        r = event(ts_ms=ms(at), session=session, visitor="v1", event_id=at + session, **extra)
+        raw = check(r, NOW, max_age_ms=None)
+        assert not isinstance(raw, str), raw
+        made = pipeline.row(Checked(r, raw))
+        assert isinstance(made, EventRow)
+        return made
+
+    first = row("2024-03-01T22:50:00+00:00")  # 23:50 in Berlin
+    after = row("2024-03-01T23:20:00+00:00")  # 00:20 the next Berlin day
+    assert after.session_start == first.session_start == first.ts
+    assert after.visitor_id == first.visitor_id
+    assert first.visitor_id == history_visitor_id(BERLIN.id, datetime(2024, 3, 1).date(), "v1")
+    later = row("2024-03-02T11:00:00+00:00", session="s2")  # the same person, another session
+    assert later.visitor_id != first.visitor_id and later.session_start == later.ts
+    # an svc export's rows: their stored ids as they are, the start of the first seen
+    columns = {"session_id": "77", "visitor_id": "5"}
+    a = row("2024-03-05T23:50:00+00:00", stored=columns)
+    b = row("2024-03-06T00:10:00+00:00", stored=columns)
+    assert (b.session_id, b.visitor_id, b.session_start) == (77, 5, a.ts)
+    # a session id seen again after SESSION_MEMORY_MS starts again
+    again = row("2024-03-20T10:00:00+00:00")
+    assert again.session_start == again.ts
+
+
 def test_the_sources_enrichment_is_kept_and_a_screen_names_a_missing_device() -> None:
     fields = {"browser": "Firefox", "os": "Linux", "country": "FR", "city": "Lyon"}
     row = stored(event(screen=500, fields=fields))
@@ -117,4 +147,4 @@ def test_an_svc_export_row_is_restored_as_stored() -> None:
         34,
         "x",
     )
-    assert made.received_at != made.ts and made.session_start == ""  # the column's default: ts
+    assert made.received_at != made.ts and made.session_start == made.ts  # its session's first

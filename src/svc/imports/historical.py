@@ -17,7 +17,7 @@ its days are long destroyed. Its steps (:attr:`HistoricalPipeline.steps`), on th
 5. ``attribute_source`` (the pipeline's): source, channel and referrer host, with the
    project's domains.
 6. ``identify_history``: visitor and session ids from the source's own identities
-   (:func:`history_visitor_id`, :func:`history_session_id`).
+   (:func:`history_visitor_id`, :func:`history_session_id`), and the session's start.
 
 Left out: ``drop_bots`` (no user agent to judge; the source counted its visitors already),
 ``drop_excluded`` (the history is taken as the source counted it), ``drop_duplicates`` (the
@@ -28,10 +28,18 @@ The rows of svc's own exports are what the pipeline made already: they are resto
 column (:meth:`HistoricalPipeline.restored`), nothing derived again, so an export imported on
 a data directory is the same events.
 
-Imported rows carry no session start (ingestion tracks it live): after an import the store
-sink writes the project's sessions anew from its events. Each row's ``received_at`` is its
-own time (or its export's ``received_ms``), so history does not count against this month's
-quota.
+A session's start is what ingestion makes it (svc.ingestion.identity.SessionTracker): the
+time of the first of its events seen, here in the order of the import (exports list events
+in time order). Every row of a session carries it (``session_start``), so the materialized
+views key the session by its day exactly as for ingested events, and a session that runs
+over midnight is one session under one visitor id: the id of its visitor on the day its
+session began (in the project's time zone; ingestion's salts make it the UTC day), as an
+ingested session keeps its visitor over midnight. Sessions are remembered while their events
+come within :data:`SESSION_MEMORY_MS` (7 days: the window ingestion takes late events in) of
+the newest event read; a session id seen again after that starts again.
+
+Each row's ``received_at`` is its own time (or its export's ``received_ms``), so history does
+not count against this month's quota.
 """
 
 from __future__ import annotations
@@ -56,6 +64,9 @@ from svc.schema.row import EventRow
 from svc.storage.events import ch_time
 
 _NO_PAGE = PageUrl("", "/")  # replaced by parse_url, never changed
+#: How long after its last event an imported session's start is remembered (ms).
+SESSION_MEMORY_MS = 7 * 86_400_000
+_PRUNE_EVERY = 65_536  # new sessions between two looks for forgotten ones
 
 
 def history_visitor_id(project_id: str, day: date, visitor: str) -> int:
@@ -99,6 +110,28 @@ class HistoricalPipeline:
             ("attribute_source", Pipeline.attribute_source),
             ("identify_history", self.identify_history),
         ]
+        # session id -> [start ms, last ms] (svc.ingestion.identity.SessionTracker's rule)
+        self._sessions: dict[int, list[int]] = {}
+        self._newest = 0
+        self._new = 0
+
+    def session_start(self, session_id: int, ts_ms: int) -> int:
+        """The start (ms) of an imported session, given one of its events: the time of the
+        first of its events seen (see the module docstring)."""
+        if ts_ms > self._newest:
+            self._newest = ts_ms
+        s = self._sessions.get(session_id)
+        if s is not None and ts_ms - s[1] <= SESSION_MEMORY_MS:
+            if ts_ms > s[1]:
+                s[1] = ts_ms
+            return s[0]
+        self._sessions[session_id] = [ts_ms, ts_ms]
+        self._new += 1
+        if self._new >= _PRUNE_EVERY:
+            self._new = 0
+            cutoff = self._newest - SESSION_MEMORY_MS
+            self._sessions = {k: v for k, v in self._sessions.items() if v[1] >= cutoff}
+        return ts_ms
 
     def row(self, c: Checked) -> EventRow | DropReason:
         """The events-table row of an imported event, or why it is dropped."""
@@ -149,29 +182,33 @@ class HistoricalPipeline:
         row = d.row
         project_id = self.project.id
         session = row.session or row.visitor or row.event_id
-        day = datetime.fromtimestamp(d.ts_ms / 1000, self.zone).date()
-        d.visitor_id = history_visitor_id(project_id, day, row.visitor or session)
         d.session_id = history_session_id(project_id, session)
+        d.session_start_ms = start = self.session_start(d.session_id, d.ts_ms)
+        day = datetime.fromtimestamp(start / 1000, self.zone).date()  # of the session's start
+        d.visitor_id = history_visitor_id(project_id, day, row.visitor or session)
         return None
 
     # svc's own exports -------------------------------------------------------------------------
 
     def restored(self, c: Checked) -> EventRow:
         """A row of an svc export as it was stored: every column of the events table taken
-        from the export's column of the same name (``EventRow``'s names), nothing derived."""
+        from the export's column of the same name (``EventRow``'s names), nothing derived but
+        the session's start, which an export does not hold (see the module docstring)."""
         row, raw = c.row, c.raw
         s = row.stored or {}
 
         def col(name: str) -> str:
             return str(s.get(name) or "")
 
+        session_id = int(s.get("session_id") or 0)
+        start = self.session_start(session_id, row.ts_ms) if session_id else row.ts_ms
         return EventRow(
             project_id=self.project.id,
             ts=ch_time(row.ts_ms),
             received_at=ch_time(row.received_ms or row.ts_ms),
             event_id=row.event_id,
             name=raw.name,
-            session_id=int(s.get("session_id") or 0),
+            session_id=session_id,
             visitor_id=int(s.get("visitor_id") or 0),
             hostname=col("hostname"),
             path=col("path") or "/",
@@ -196,4 +233,5 @@ class HistoricalPipeline:
             country=col("country"),
             region=col("region"),
             city=col("city"),
+            session_start=ch_time(start),
         )

@@ -2,9 +2,10 @@
 
 Rows become event rows through :class:`svc.imports.historical.HistoricalPipeline` and are
 inserted in chunks of up to 1,000, each with a deterministic insert deduplication token; the
-rows whose ``eventId`` is stored already are skipped first. History of any age is taken. At
-the end the project's sessions are written anew from its events (imported rows carry no
-session start) and its daily rollups are redone.
+rows whose ``eventId`` is stored already are skipped first. History of any age is taken. The
+rows carry their session's start as ingested rows do (svc.imports.historical), so the
+materialized views write the sessions as for ingested events; at the end the project's daily
+rollups are redone.
 """
 
 from __future__ import annotations
@@ -69,7 +70,6 @@ class StoreSink:
         summary.imported += len(rows)
 
     def finish(self) -> None:
-        """Imported events carry no session start (ingestion tracks it live): write the
-        project's sessions anew from its events, and let its daily rollups be redone."""
-        self.store.rebuild_sessions(self.project.id)
+        """Let the project's daily rollups be redone (they may hold days the import
+        changed)."""
         Rollups(self.store).forget(self.project.id)
