@@ -218,7 +218,8 @@ def test_restore_refuses_a_non_empty_data_directory(fresh_server: Server, tmp_pa
     [
         ({}, "to"),
         ({"to": "relative/dir"}, "to"),
-        ({"to": "s3://bucket/prefix"}, "to"),
+        ({"to": "s3://"}, "to"),
+        ({"to": "ftp://host/dir"}, "to"),
         ({"to": "/tmp/x", "keep": 0}, "keep"),
         ({"to": "/tmp/x", "keep": "3"}, "keep"),
         ({"to": "/tmp/x", "full": "yes"}, "full"),

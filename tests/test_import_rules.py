@@ -105,9 +105,15 @@ UNITS: tuple[Unit, ...] = (
         ("auth", "credentials", "limits", "meta", "retention", "runtime"),
     ),
     Unit(
+        "lake",
+        "the raw-event lake: each project's UTC days as Parquet, in a directory or S3",
+        ("queries", "runtime", "storage"),
+    ),
+    Unit(
         "backup",
-        "backups of the running service, and their restore into an empty data directory",
-        ("meta", "runtime", "spool", "storage"),
+        "backups of the running service (a directory or S3), scheduled or not, and their "
+        "restore into an empty data directory; the background operations",
+        ("lake", "meta", "runtime", "spool", "storage"),
     ),
     Unit(
         "http",
@@ -118,6 +124,7 @@ UNITS: tuple[Unit, ...] = (
             "backup",
             "credentials",
             "ingestion",
+            "lake",
             "limits",
             "meta",
             "projects",
@@ -131,7 +138,7 @@ UNITS: tuple[Unit, ...] = (
     Unit(
         "app",
         "`create_app`: routes, lifespan, JSON errors",
-        ("http", "limits", "projects", "runtime"),
+        ("backup", "http", "limits", "projects", "runtime"),
     ),
     Unit("cli", "`svcm`, the operator's tool: arguments, progress, output", (EVERYTHING,)),
     Unit("__main__", "`python -m svc`: `svcm`", ("cli",)),

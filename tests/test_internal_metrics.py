@@ -25,10 +25,14 @@ SCRAPE = {"Authorization": f"Bearer {TOKEN}"}
 
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    server = Server(
-        tmp_path_factory.mktemp("internal-metrics") / "data",
-        env={"SVC_INTERNAL_METRICS_TOKEN": TOKEN},
-    ).start()
+    root = tmp_path_factory.mktemp("internal-metrics")
+    env = {
+        "SVC_INTERNAL_METRICS_TOKEN": TOKEN,
+        # the lake's and the scheduled backups' figures are there only when they are on
+        "SVC_LAKE_URL": str(root / "lake"),
+        "SVC_BACKUP_TO": str(root / "backups"),
+    }
+    server = Server(root / "data", env=env).start()
     try:
         yield server
     finally:
@@ -168,3 +172,14 @@ def test_every_metric_the_operations_guide_names_is_exposed(srv: Server) -> None
     exposed = {name for name, _ in scrape(srv)}
     missing = {name for name in named if name not in exposed and f"{name}_count" not in exposed}
     assert len(named) > 40 and not missing, sorted(missing)
+
+
+def test_the_example_alert_rules_name_only_exposed_metrics(srv: Server) -> None:
+    """examples/prometheus/svc-alerts.yml (docs/operations.md, Alerts) reads real metrics:
+    each name in its expressions, less a histogram's or summary's suffix, is scraped."""
+    rules = Path(__file__).resolve().parent.parent / "examples" / "prometheus" / "svc-alerts.yml"
+    named = set(re.findall(r"\b((?:svc|process)_[a-z_]+[a-z])\b", rules.read_text()))
+    exposed = {name for name, _ in scrape(srv)}
+    bare = {re.sub(r"_(bucket|count|sum)$", "", name) for name in named}
+    missing = {n for n in bare if n not in exposed and f"{n}_count" not in exposed}
+    assert len(bare) >= 15 and not missing, sorted(missing)

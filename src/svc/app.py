@@ -28,8 +28,10 @@ from svc.http import (
     projects,
 )
 from svc.http.accounts import ROUTES as ACCOUNT_ROUTES
+from svc.backup.operations import Operations
 from svc.http.backup import ROUTES as BACKUP_ROUTES
 from svc.http.common import error_response, json_response
+from svc.http.lake import ROUTES as LAKE_ROUTES
 from svc.http.logs import show_generated_admin_token
 from svc.http.observe import RequestStats
 from svc.http.openapi import openapi_document
@@ -47,15 +49,18 @@ def create_app(settings: Settings) -> Starlette:
     runtime = Runtime(settings)
     limits = Limits(settings, runtime.ingest.usage)  # rate limits and quotas (svc.limits)
     runtime.ingest.quotas = limits.quotas
+    operations = Operations(runtime)  # the lake, scheduled backups (settings checked here)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await runtime.start()
         if runtime.generated_admin_token:
             show_generated_admin_token(runtime.generated_admin_token)
+        operations.start()
         try:
             yield
         finally:
+            await operations.stop()
             await runtime.stop()
             await limits.close()
 
@@ -74,6 +79,7 @@ def create_app(settings: Settings) -> Starlette:
         Route("/metrics/properties", metrics.get_properties, methods=["GET"]),
         Route("/health", health.get_health, methods=["GET"]),
         *BACKUP_ROUTES,
+        *LAKE_ROUTES,
         Route(internal_metrics.PATH, internal_metrics.get_internal_metrics, methods=["GET"]),
         Route("/export", export.get_export, methods=["GET"]),
         Route("/projects", projects.create_project, methods=["POST"]),
@@ -122,6 +128,7 @@ def create_app(settings: Settings) -> Starlette:
     app.state.settings = settings
     app.state.projects = ProjectService(runtime)
     app.state.limits = limits
+    app.state.operations = operations
     from svc.http.common import TrustedProxies
 
     app.state.proxies = TrustedProxies(settings.trusted_proxies.split(","))

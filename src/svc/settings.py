@@ -240,6 +240,57 @@ class Settings:
         "Bearer token of GET /internal/metrics, the Prometheus metrics (at least 16 "
         "characters; docs/operations.md). Empty: that path answers 404.",
     )
+    lake_url: str = _setting(
+        "",
+        "Raw-event lake: a directory (absolute path) or s3://bucket/prefix that gets each "
+        "project's events of each finished UTC day as Parquet (docs/operations.md). Empty: off.",
+    )
+    lake_s3_endpoint: str = _setting(
+        "",
+        "S3 endpoint of the lake (https://<account>.r2.cloudflarestorage.com, MinIO's URL). "
+        "Empty: AWS S3.",
+    )
+    lake_s3_key_id: str = _setting(
+        "", "Access key id for the lake's bucket. Empty: boto3's chain (AWS_* variables, ...)."
+    )
+    lake_s3_secret: str = _setting("", "Secret access key for the lake's bucket.")
+    lake_s3_region: str = _setting("", "Region of the lake's bucket. Empty: us-east-1 (R2: auto).")
+    lake_settle_seconds: float = _setting(
+        3600.0,
+        "A UTC day is written to the lake this long after it ends (late events arriving after "
+        "that make it written again) (s).",
+    )
+    lake_interval_seconds: float = _setting(
+        300.0, "How often the lake looks for days to write or to write again (s)."
+    )
+    backup_to: str = _setting(
+        "",
+        "Where scheduled backups go: a directory (absolute path) or s3://bucket/prefix. "
+        "Empty: no scheduled backups.",
+    )
+    backup_schedule: str = _setting(
+        "daily@03:00",
+        "When scheduled backups run (with SVC_BACKUP_TO): daily@HH:MM (UTC), or an interval "
+        "such as 6h, 30m, 3600s.",
+    )
+    backup_keep: int = _setting(
+        14,
+        "Scheduled backups kept in SVC_BACKUP_TO (and the full backups they are based on). "
+        "0: keep all.",
+    )
+    backup_full_every: int = _setting(
+        7,
+        "A scheduled backup is full when the newest full one has this many differential "
+        "backups on it; the others are differential (only new parts).",
+    )
+    backup_s3_endpoint: str = _setting(
+        "", "S3 endpoint of backups to s3://... (R2, MinIO). Empty: AWS S3."
+    )
+    backup_s3_key_id: str = _setting(
+        "", "Access key id for backups to s3://.... Empty: boto3's chain (AWS_* variables, ...)."
+    )
+    backup_s3_secret: str = _setting("", "Secret access key for backups to s3://....")
+    backup_s3_region: str = _setting("", "Region of the backups' bucket. Empty: us-east-1.")
     node_id: str = _setting("", "Name of this node in /health. Empty: the host name.")
 
     @classmethod

@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from svc.backup import catalog
+from svc.backup import catalog, postgres
 from svc.backup.take import ADMIN_TOKEN_FILE, EVENTS_DIR, META_FILE, SPOOL_DIR, sql_string
 from svc.settings import Settings
 from svc.storage.events import connect
@@ -24,12 +24,26 @@ class RestoreRefused(Exception):
     """The restore cannot be done as asked (a non-empty directory, a missing base)."""
 
 
-def restore(source: Path, data_dir: Path) -> dict[str, Any]:
-    """Restore the backup in ``source`` into ``data_dir`` (missing or empty); a summary."""
+def restore(source: Path, data_dir: Path, meta_url: str | None = None) -> dict[str, Any]:
+    """Restore the backup in ``source`` into ``data_dir`` (missing or empty); a summary.
+    A backup of a PostgreSQL metadata store is restored into the empty database at
+    ``meta_url`` (required then, refused otherwise)."""
     try:
         manifest = catalog.read_manifest(source)
     except catalog.BackupError as exc:
         raise RestoreRefused(str(exc)) from exc
+    metadata = manifest["metadata"]
+    pg_dump = metadata.get("kind") == "postgresql" and metadata.get("included")
+    if pg_dump and not meta_url:
+        raise RestoreRefused(
+            "the backup's metadata is a PostgreSQL dump: give --meta-url, an empty PostgreSQL "
+            "database to restore it into (then start svc with SVC_META_URL set to it)"
+        )
+    if meta_url and not pg_dump:
+        raise RestoreRefused(
+            "--meta-url is for a backup of a PostgreSQL metadata store; this one's metadata "
+            f"is {metadata.get('kind')} ({'in' if metadata.get('included') else 'not in'} it)"
+        )
     if data_dir.exists() and (not data_dir.is_dir() or any(data_dir.iterdir())):
         raise RestoreRefused(
             f"{data_dir} is not empty: restore into a new or empty directory (a backup never "
@@ -51,6 +65,11 @@ def restore(source: Path, data_dir: Path) -> dict[str, Any]:
     try:
         _copy_back(source, data_dir, manifest)
         _restore_store(source / EVENTS_DIR, base_events, data_dir)
+        if pg_dump and meta_url:
+            try:
+                postgres.restore(source / postgres.DUMP_FILE, meta_url)
+            except postgres.PostgresError as exc:
+                raise RestoreRefused(f"{exc} (the database must be empty)") from exc
     except BaseException:
         for child in data_dir.iterdir():
             if child.is_dir():
@@ -73,7 +92,7 @@ def restore(source: Path, data_dir: Path) -> dict[str, Any]:
 
 
 def _copy_back(source: Path, data_dir: Path, manifest: dict[str, Any]) -> None:
-    if manifest["metadata"].get("included"):
+    if manifest["metadata"].get("kind") == "sqlite" and manifest["metadata"].get("included"):
         shutil.copyfile(source / META_FILE, data_dir / META_FILE)
         os.chmod(data_dir / META_FILE, 0o600)
     if (source / ADMIN_TOKEN_FILE).exists():

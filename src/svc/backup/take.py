@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from svc import __version__
-from svc.backup import catalog
+from svc.backup import catalog, postgres
 from svc.errors import ApiError, Conflict, InvalidRequest
 from svc.meta import files as meta_files
 from svc.runtime import Runtime
@@ -65,19 +65,27 @@ def check_target(to: Path, data_dir: Path) -> None:
         raise InvalidRequest(f"`to`: {to} exists and is not a directory", field="to")
 
 
-async def take(runtime: Runtime, to: Path, *, keep: int | None = None, full: bool = False) -> Any:
-    """Back the service up into a new directory under ``to``; its manifest (and, with
-    ``keep``, the names of the backups retention removed, ``removed``)."""
-    settings = runtime.settings
-    if settings.clickhouse_url:
+def busy_lock(runtime: Runtime) -> asyncio.Lock:
+    """The lock one backup of the service holds at a time (refused, not queued: Conflict);
+    NotSupported on a ClickHouse server."""
+    if runtime.settings.clickhouse_url:
         raise NotSupported(
             "backups of a ClickHouse server are the server's own: use BACKUP DATABASE ... TO "
             "Disk/S3 on it (svcm backup covers the embedded store)"
         )
-    check_target(to, settings.data_dir)
     busy = _busy.setdefault(runtime, asyncio.Lock())
     if busy.locked():
         raise Conflict("a backup is under way; try again when it is done")
+    return busy
+
+
+async def take(runtime: Runtime, to: Path, *, keep: int | None = None, full: bool = False) -> Any:
+    """Back the service up into a new directory under ``to``; its manifest (and, with
+    ``keep``, the names of the backups retention removed, ``removed``). Into a bucket:
+    :func:`svc.backup.remote.take_to_s3`; either: :func:`svc.backup.service.backup`."""
+    settings = runtime.settings
+    busy = busy_lock(runtime)
+    check_target(to, settings.data_dir)
     async with busy:
         try:
             await asyncio.to_thread(to.mkdir, mode=0o700, parents=True, exist_ok=True)
@@ -89,7 +97,11 @@ async def take(runtime: Runtime, to: Path, *, keep: int | None = None, full: boo
         started = time.monotonic()
         await asyncio.to_thread(target.mkdir, mode=0o700)
         try:
-            manifest = await _take(runtime, target, name, base)
+            events_to = f"File({sql_string(str(target / EVENTS_DIR))})"
+            base_sql = (
+                f"File({sql_string(str(to / str(base['name']) / EVENTS_DIR))})" if base else None
+            )
+            manifest = await take_parts(runtime, target, name, base, events_to, base_sql)
             manifest["seconds"] = round(time.monotonic() - started, 3)
             manifest["bytes"] = await asyncio.to_thread(catalog.size_of, target)
             await asyncio.to_thread(catalog.write_manifest, target, manifest)
@@ -101,11 +113,18 @@ async def take(runtime: Runtime, to: Path, *, keep: int | None = None, full: boo
         return {**manifest, "path": str(target), "removed": removed}
 
 
-async def _take(
-    runtime: Runtime, target: Path, name: str, base: dict[str, Any] | None
+async def take_parts(
+    runtime: Runtime,
+    target: Path,
+    name: str,
+    base: dict[str, Any] | None,
+    events_to: str,
+    events_base: str | None,
 ) -> dict[str, Any]:
+    """Take every part but the manifest: the event store into ``events_to`` (a ClickHouse
+    backup destination, ``File(...)`` or ``S3(...)``, against ``events_base``), the rest
+    into ``target``; the manifest to write."""
     settings = runtime.settings
-    base_events = target.parent / str(base["name"]) / EVENTS_DIR if base else None
     async with runtime.loader.hold:  # nothing moves from the spool to the store meanwhile
         began = datetime.now(UTC)
         await runtime.spool.seal()  # every event acknowledged before is in a ready segment
@@ -113,9 +132,7 @@ async def _take(
         spool = await asyncio.to_thread(
             _copy_segments, segments, runtime.spool.directory, target / SPOOL_DIR
         )
-        events = await asyncio.to_thread(
-            _backup_store, runtime.store, target / EVENTS_DIR, base_events
-        )
+        events = await asyncio.to_thread(_backup_store, runtime.store, events_to, events_base)
     metadata = await asyncio.to_thread(_backup_meta, settings.effective_meta_url, target)
     token_hash = settings.data_dir / ADMIN_TOKEN_FILE
     has_hash = await asyncio.to_thread(_copy_private, token_hash, target / ADMIN_TOKEN_FILE)
@@ -187,9 +204,10 @@ def sql_string(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def _backup_store(store: EventStore, dest: Path, base: Path | None) -> dict[str, Any]:
-    """``BACKUP DATABASE`` of the embedded store into ``dest`` (against ``base``), under the
-    store's write lock; its tables' row counts at that moment."""
+def _backup_store(store: EventStore, dest: str, base: str | None) -> dict[str, Any]:
+    """``BACKUP DATABASE`` of the embedded store to ``dest`` (against ``base``; both
+    ClickHouse backup destinations), under the store's write lock; its tables' row counts at
+    that moment."""
     client = store.export_client  # a handle of its own: queries go on meanwhile
     with store.write_lock:
         database = str(client.command("SELECT currentDatabase()"))
@@ -198,9 +216,9 @@ def _backup_store(store: EventStore, dest: Path, base: Path | None) -> dict[str,
             "AND engine LIKE '%MergeTree' ORDER BY name",
             parameters={"db": database},
         ).result_rows
-        sql = f"BACKUP DATABASE `{database}` TO File({sql_string(str(dest))})"
+        sql = f"BACKUP DATABASE `{database}` TO {dest}"
         if base is not None:
-            sql += f" SETTINGS base_backup = File({sql_string(str(base))})"
+            sql += f" SETTINGS base_backup = {base}"
         result = client.command(sql)
     status = result[1] if isinstance(result, list | tuple) and len(result) > 1 else result
     if status != "BACKUP_CREATED":
@@ -210,7 +228,7 @@ def _backup_store(store: EventStore, dest: Path, base: Path | None) -> dict[str,
         "engine": "chdb",
         "path": EVENTS_DIR,
         "database": database,
-        "baseBackup": str(base) if base else None,
+        "differential": base is not None,
         "tables": tables,
         "events": tables.get("events", 0),
     }
@@ -218,14 +236,16 @@ def _backup_store(store: EventStore, dest: Path, base: Path | None) -> dict[str,
 
 def _backup_meta(url: str, target: Path) -> dict[str, Any]:
     """A copy of the SQLite metadata store by SQLite's online backup API (writers wait only
-    for each step), without the salts; for PostgreSQL, what to do instead."""
+    for each step), without the salts; PostgreSQL: :func:`svc.backup.postgres.dump`."""
     path = meta_files.sqlite_path(url)
     if path is None:
+        if url.startswith("postgresql"):
+            return postgres.dump(url, target)
         return {
             "kind": url.split(":", 1)[0],
             "included": False,
-            "advice": "back the metadata database up with its own tools (pg_dump), at about "
-            "the same time as this backup",
+            "advice": "back the metadata database up with its own tools, at about the same "
+            "time as this backup",
         }
     dest = target / META_FILE
     fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

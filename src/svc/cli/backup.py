@@ -30,11 +30,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "svcm backup --to /var/backups/svc --keep 14",
             "svcm backup --to /var/backups/svc --full   # weekly: a new base",
             "svcm backup --to /var/backups/svc --list",
+            "svcm backup --to s3://acme-backups/svc --keep 30",
         ],
         handler=run_backup,
         parents=[connection_options(), output_options()],
     )
-    p.add_argument("--to", required=True, metavar="DIR", help="the directory of the backups")
+    p.add_argument(
+        "--to",
+        required=True,
+        metavar="DIR|S3",
+        help="the directory of the backups, or s3://bucket/prefix (the service's "
+        "SVC_BACKUP_S3_* settings reach it)",
+    )
     p.add_argument(
         "--keep",
         type=int,
@@ -58,18 +65,33 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         examples=[
             "svcm restore --from /var/backups/svc/svc-20261124T101500.000Z-1a2b "
             "--data-dir /var/lib/svc-restored",
+            "svcm restore --from s3://acme-backups/svc/svc-20261124T101500.000Z-1a2b "
+            "--data-dir /var/lib/svc-restored",
         ],
         handler=run_restore,
         parents=[output_options()],
     )
     p.add_argument(
-        "--from", dest="source", required=True, metavar="DIR", help="the backup's directory"
+        "--from",
+        dest="source",
+        required=True,
+        metavar="DIR|S3",
+        help="the backup's directory, or its s3://bucket/prefix/svc-... URL (downloaded "
+        "beside --data-dir first; SVC_BACKUP_S3_* reach the bucket)",
     )
     p.add_argument("--data-dir", required=True, metavar="DIR", help="the data directory to create")
+    p.add_argument(
+        "--meta-url",
+        metavar="URL",
+        help="for a backup of a PostgreSQL metadata store: the empty database to restore it "
+        "into (postgresql+psycopg://...; then run svc with SVC_META_URL set to it)",
+    )
 
 
 def run_backup(ctx: Context) -> int:
-    to = os.path.abspath(os.path.expanduser(str(ctx.opt("to"))))
+    to = str(ctx.opt("to"))
+    if not to.startswith("s3://"):
+        to = os.path.abspath(os.path.expanduser(to))
     api = ctx.api()
     if ctx.opt("list"):
         resp = api.send("GET", PATH, params={"to": to})
@@ -122,10 +144,17 @@ def run_backup(ctx: Context) -> int:
 def run_restore(ctx: Context) -> int:
     from svc.backup.restore import RestoreRefused, restore
 
-    source = Path(str(ctx.opt("source"))).expanduser().absolute()
+    given = str(ctx.opt("source"))
+    meta_url = ctx.opt("meta_url") or None
     data_dir = Path(str(ctx.opt("data_dir"))).expanduser().absolute()
     try:
-        summary = restore(source, data_dir)
+        if given.startswith("s3://"):
+            from svc.backup.remote import restore_from_s3
+            from svc.settings import Settings
+
+            summary = restore_from_s3(given, data_dir, Settings.from_env(), meta_url)
+        else:
+            summary = restore(Path(given).expanduser().absolute(), data_dir, meta_url)
     except RestoreRefused as exc:
         raise CliError(str(exc)) from exc
     if ctx.json:

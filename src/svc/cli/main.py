@@ -48,11 +48,13 @@ class Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from svc.cli import (
+        accounts,
         admin,
         backup,
         completion,
         deploy,
         events,
+        lake,
         metrics,
         projects,
         serve,
@@ -84,11 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_arguments(p_serve)
     admin.register(sub)
     projects.register(sub)
+    accounts.register(sub)  # users, teams, invite
     metrics.register(sub)
     transfer.register(sub)
     events.register(sub)
     deploy.register(sub)
     backup.register(sub)
+    lake.register(sub)
     completion.register(sub, parser)
     return parser
 

@@ -123,6 +123,7 @@ class ServiceCollector:
         yield from self._ingestion(report["pipeline"])
         yield from self._spool_and_loader(report)
         yield from self._rollups()
+        yield from self._operations()
         yield from self._limits()
         yield from self._stores(report)
         yield from self._node(report)
@@ -316,6 +317,51 @@ class ServiceCollector:
             value=runtime.rollups.days_computed,
         )
 
+    def _operations(self) -> Iterator[Metric]:
+        """The lake's and the scheduled backups' figures, when they are on (svc.lake,
+        svc.backup.schedule)."""
+        operations = getattr(self.state, "operations", None)
+        lake = getattr(operations, "lake", None)
+        if lake is not None:
+            yield CounterMetricFamily(
+                "svc_lake_days_written",
+                "Days written to the raw-event lake (a day again when late events changed it).",
+                value=lake.days_written,
+            )
+            yield CounterMetricFamily(
+                "svc_lake_failures",
+                "Days the lake could not write, or passes that failed (tried again later).",
+                value=lake.failures,
+            )
+            last_day = lake.last_day_written
+            yield GaugeMetricFamily(
+                "svc_lake_last_day_timestamp_seconds",
+                "Start (UTC) of the newest day written to the lake (0: none yet).",
+                value=_day_start(last_day) if last_day else 0,
+            )
+            yield GaugeMetricFamily(
+                "svc_lake_last_pass_timestamp_seconds",
+                "When the lake's last pass ended (0: none yet).",
+                value=lake.last_pass_at or 0,
+            )
+        backups = getattr(operations, "backups", None)
+        if backups is not None:
+            yield CounterMetricFamily(
+                "svc_backups_taken",
+                "Scheduled backups taken (SVC_BACKUP_SCHEDULE).",
+                value=backups.taken,
+            )
+            yield CounterMetricFamily(
+                "svc_backup_failures",
+                "Scheduled backups that failed (tried again at the next time).",
+                value=backups.failures,
+            )
+            yield GaugeMetricFamily(
+                "svc_backup_last_success_timestamp_seconds",
+                "When the last scheduled backup was taken (0: none since start).",
+                value=backups.last_success_at or 0,
+            )
+
     def _limits(self) -> Iterator[Metric]:
         limits = getattr(self.state, "limits", None)
         if limits is None:
@@ -389,3 +435,10 @@ class ServiceCollector:
             "Seconds since the service started.",
             value=time.time() - self.runtime.started_at,
         )
+
+
+def _day_start(day: str) -> float:
+    """The Unix time of a day's (YYYY-MM-DD) UTC midnight."""
+    from datetime import UTC, datetime
+
+    return datetime.fromisoformat(day).replace(tzinfo=UTC).timestamp()

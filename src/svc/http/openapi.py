@@ -817,6 +817,17 @@ def _paths(settings: Settings) -> dict[str, Any]:
                 },
             },
         },
+        "/internal/lake": {  # svc.http.lake; docs/operations.md, Raw-event lake
+            "post": {
+                "summary": "Write a finished UTC day to the raw-event lake now (admin token; "
+                "body: day, project?)",
+                "security": secured,
+                "responses": {
+                    "200": {"description": "The manifests of the day files written."},
+                    **_errors(settings, 400, 401, 403, 409, 503),
+                },
+            },
+        },
         **_projects(settings, secured),
         **account_paths(settings, secured, (_errors, _json, _param, _ref)),  # accounts_doc
         **_pages(settings),
