@@ -54,5 +54,57 @@ export const WIRE_LIMITS = {
       "minimum": 0,
       "maximum": 65535
     }
+  },
+  "kinds": {
+    "engagement": {
+      "properties": {
+        "engaged_ms": {
+          "minimum": 0,
+          "maximum": 86400000
+        },
+        "scroll_pct": {
+          "minimum": 0,
+          "maximum": 100
+        }
+      }
+    },
+    "web_vitals": {
+      "properties": {
+        "ttfb": {
+          "minimum": 0,
+          "maximum": 600000
+        },
+        "fcp": {
+          "minimum": 0,
+          "maximum": 600000
+        },
+        "lcp": {
+          "minimum": 0,
+          "maximum": 600000
+        },
+        "inp": {
+          "minimum": 0,
+          "maximum": 600000
+        },
+        "cls": {
+          "minimum": 0,
+          "maximum": 100
+        }
+      }
+    },
+    "outbound": {
+      "properties": {
+        "url": {
+          "maxLength": 2048
+        }
+      }
+    },
+    "download": {
+      "properties": {
+        "url": {
+          "maxLength": 2048
+        }
+      }
+    }
   }
 } as const;

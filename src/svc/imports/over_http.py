@@ -12,6 +12,8 @@ import hashlib
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
+from svc.schema.measurements import KINDS
+
 if TYPE_CHECKING:
     from svc.imports.run import Checked
 
@@ -41,7 +43,9 @@ def wire_event(c: Checked, project: str) -> dict[str, Any]:
     if raw.referrer:
         event["referrer"] = raw.referrer
     if raw.properties:
-        event["properties"] = raw.properties
+        # the extensions' kinds as the row has them (typed: svc.schema.measurements checks
+        # numbers); the others as validation stored them
+        event["properties"] = row.properties if raw.name in KINDS else raw.properties
     session = row.session or row.visitor
     if session:
         event["sessionId"] = (

@@ -25,6 +25,7 @@ from svc.imports.rows import (
     reason_of,
     text_lines,
 )
+from svc.schema.measurements import KINDS
 
 #: The columns an svc export has and a wire-format event has not.
 SVC_COLUMNS = frozenset(("ts_ms", "event", "url"))
@@ -47,11 +48,32 @@ def _svc_row(where: str, obj: dict[str, Any], raw_identity: str) -> Row:
         referrer=str(obj.get("referrer") or ""),
         session=str(obj.get("session_id") or ""),
         visitor=str(obj.get("visitor_id") or ""),
-        properties={str(k): v for k, v in props.items()},
+        properties=typed_properties(str(obj.get("event") or ""), props),
         screen=as_int(obj.get("screen_width")),
         stored=obj,
         received_ms=as_int(obj.get("received_ms")),
     )
+
+
+def typed_properties(name: str, props: dict[Any, Any]) -> dict[str, Any]:
+    """An export's properties (stored as text) as the wire format takes them: for the
+    extensions' event kinds (svc.schema.measurements), a number's text as the number again
+    (``"5000"`` -> ``5000``), so that validation takes what was exported; anything else
+    as it is."""
+    out = {str(k): v for k, v in props.items()}
+    kind = KINDS.get(name)
+    if kind is None:
+        return out
+    for key, rule in kind.properties.items():
+        value = out.get(key)
+        if rule.type in ("integer", "number") and isinstance(value, str):
+            try:
+                number = json.loads(value)
+            except ValueError:
+                continue  # refused by validation, naming the property
+            if isinstance(number, int | float) and not isinstance(number, bool):
+                out[key] = number
+    return out
 
 
 def svc_identity(obj: dict[str, Any]) -> str:

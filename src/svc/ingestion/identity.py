@@ -6,7 +6,10 @@ continues, and salts older than two days are destroyed (the metadata store delet
 which no stored id can be linked back to an address. No address is stored.
 
 A session is one visitor's run of events with no gap over the timeout (30 minutes). A client's
-own ``sessionId`` names its session as it is (hashed with the project into 64 bits).
+own ``sessionId`` names its session as it is (hashed with the project into 64 bits), whatever the
+gaps between its events: its start and its visitor (the person of its first event seen) are
+remembered for :data:`CLIENT_SESSION_MEMORY_MS` after its last event arrived, for at most
+:data:`CLIENT_SESSIONS_MAX` sessions (the least recently active forgotten first).
 
 The *stored* visitor id is the visitor hash mixed with the UTC day its session began
 (:func:`stored_visitor_id`): a visitor is a person on one day, as the daily salt makes it anyway,
@@ -23,6 +26,11 @@ from datetime import UTC, datetime, timedelta
 
 _HASH = hashlib.blake2b
 _DAY_MS = 86_400_000
+#: How long a client-named session is remembered after an event of it last arrived (ms): the
+#: 7 days ingestion takes late events in, and a day.
+CLIENT_SESSION_MEMORY_MS = 8 * _DAY_MS
+#: At most this many client-named sessions are remembered (about 60 MB).
+CLIENT_SESSIONS_MAX = 200_000
 
 
 def _u64(digest: bytes) -> int:
@@ -136,6 +144,8 @@ class _ClientSession:
     start_ms: int
     last_ms: int
     project_id: str = ""
+    visitor: int = 0  # the person (the unmixed visitor hash) of its first event seen
+    seen_ms: int = 0  # when an event of it last arrived (the clock, not the event's time)
 
 
 class SessionTracker:
@@ -146,8 +156,12 @@ class SessionTracker:
     late event may be earlier), because the sessions table is keyed by its day. State is in
     memory, keyed by (project, visitor) for derived sessions and by session id for the
     client's; at start-up it is rebuilt from recent events (store and spool) with
-    :meth:`seed`. A client's session idle for longer than the timeout is forgotten: if it
-    goes on later, it starts again (on another day, its row is a second session).
+    :meth:`seed`. A derived session idle for longer than the timeout is forgotten. A client's
+    session is one session whatever its gaps (the client owns it): it is remembered for
+    :data:`CLIENT_SESSION_MEMORY_MS` after its last event arrived, at most
+    :data:`CLIENT_SESSIONS_MAX` of them, in the order they were last active (so forgetting
+    reads only the forgotten); one forgotten that goes on later starts again, and on another
+    day its row is a second session (docs/api.md).
     """
 
     def __init__(self, timeout_ms: int) -> None:
@@ -180,15 +194,40 @@ class SessionTracker:
         self._sessions[key] = _Session(sid, visitor, ts_ms, ts_ms, ts_ms)
         return sid, ts_ms
 
+    def live(self, project_id: str, visitor: int) -> tuple[int, int] | None:
+        """The visitor's session still held here, whatever its idle time: (id, start ms), or
+        None. Changes nothing (a page measurement's lookup: it neither starts nor extends)."""
+        s = self._sessions.get((project_id, visitor))
+        return None if s is None else (s.session_id, s.start_ms)
+
+    def client_start_of(self, session_id: int) -> int | None:
+        """The start (ms) of a client-named session held here, or None; changes nothing."""
+        s = self._clients.get(session_id)
+        return None if s is None else s.start_ms
+
     def client_start(self, session_id: int, ts_ms: int, project_id: str = "") -> int:
         """The start (ms) of a client-named session, given one of its events."""
-        s = self._clients.get(session_id)
+        return self.client_session(session_id, ts_ms, project_id)[0]
+
+    def client_session(
+        self, session_id: int, ts_ms: int, project_id: str = "", visitor: int = 0, now_ms: int = 0
+    ) -> tuple[int, int]:
+        """(start ms, visitor) of a client-named session, given one of its events, the person
+        who sent it (``visitor``: the first event's stays the session's) and the time it
+        arrived."""
+        clients = self._clients
+        s = clients.pop(session_id, None)  # back in at the end: the most recently active
         if s is None:
-            self._clients[session_id] = _ClientSession(ts_ms, ts_ms, project_id)
-            return ts_ms
-        if ts_ms > s.last_ms:
-            s.last_ms = ts_ms
-        return s.start_ms
+            s = _ClientSession(ts_ms, ts_ms, project_id, visitor, now_ms)
+            if len(clients) >= CLIENT_SESSIONS_MAX:
+                del clients[next(iter(clients))]
+        else:
+            if ts_ms > s.last_ms:
+                s.last_ms = ts_ms
+            if now_ms > s.seen_ms:
+                s.seen_ms = now_ms
+        clients[session_id] = s
+        return s.start_ms, s.visitor
 
     def seed(self, rows: Iterable[tuple[str, int, int, int, int, int]]) -> None:
         """Rows of (project, visitor, session id, start ms, first ms, last ms). For derived
@@ -201,7 +240,7 @@ class SessionTracker:
                 self._sessions[key] = _Session(sid, visitor, start_ms, first_ms, last_ms)
             client = self._clients.get(sid)
             if client is None:
-                self._clients[sid] = _ClientSession(start_ms, last_ms, project_id)
+                self._clients[sid] = _ClientSession(start_ms, last_ms, project_id, visitor, last_ms)
             else:
                 client.start_ms = min(client.start_ms, start_ms)
                 client.last_ms = max(client.last_ms, last_ms)
@@ -217,7 +256,13 @@ class SessionTracker:
         stale = [k for k, s in self._sessions.items() if s.last_ms < cutoff]
         for k in stale:
             del self._sessions[k]
-        stale_clients = [k for k, c in self._clients.items() if c.last_ms < cutoff]
+        # client sessions, in the order they were last active: the forgotten are at the front
+        forget = now_ms - CLIENT_SESSION_MEMORY_MS
+        stale_clients = []
+        for sid, c in self._clients.items():
+            if c.seen_ms >= forget:
+                break
+            stale_clients.append(sid)
         for sid in stale_clients:
             del self._clients[sid]
         return len(stale) + len(stale_clients)

@@ -37,6 +37,7 @@ from svc.ingestion.enrich.useragent import device_from_screen, parse_user_agent
 from svc.ingestion.outcomes import DropReason
 from svc.ingestion.urls import PageUrl, parse_page_url
 from svc.meta.store import Project
+from svc.schema.measurements import MEASUREMENTS
 from svc.schema.row import EventRow
 from svc.schema.wire import RawEvent
 from svc.storage.events import ch_time
@@ -299,11 +300,14 @@ class Pipeline:
         else:
             visitor = identity.visitor_id(salt, project_id, d.address, d.user_agent)
             ctx.visitor_memo = (salt, d.address, d.user_agent, visitor)
-        if d.raw.session_id:
+        if d.raw.name in MEASUREMENTS:  # a page measurement: joins, never starts or extends
+            return self._identify_measurement(d, visitor)
+        if d.raw.session_id:  # the client's session: its start and its first event's person
             sid = identity.client_session_id(project_id, d.raw.session_id)
             d.session_id = sid
-            d.session_start_ms = start = self.sessions.client_start(sid, d.ts_ms, project_id)
-            d.visitor_id = identity.stored_visitor_id(visitor, start)
+            start, person = self.sessions.client_session(sid, d.ts_ms, project_id, visitor, now)
+            d.session_start_ms = start
+            d.visitor_id = identity.stored_visitor_id(person, start)
             return None
         if not self.sessions.has_active(project_id, visitor, d.ts_ms):
             # A session that began before midnight goes on under yesterday's visitor id.
@@ -314,6 +318,35 @@ class Pipeline:
                 visitor = before
         d.session_id, d.session_start_ms = self.sessions.assign(project_id, visitor, d.ts_ms)
         d.visitor_id = identity.stored_visitor_id(visitor, d.session_start_ms)
+        return None
+
+    def _identify_measurement(self, d: EventDraft, visitor: int) -> DropReason | None:
+        """A page measurement (``engagement``, ``web_vitals``: svc.schema.measurements) takes
+        the session of the page view it describes, sent when that page is left, maybe after
+        the session's timeout: the visitor's (or the client's) live session whatever its idle
+        time, under today's visitor hash or yesterday's. It never starts a session nor moves
+        its last event; without a live session it gets a session id of its own (its page
+        view's session was forgotten: after a restart past the timeout), which no session
+        count reads (the sessions' tables leave page measurements out)."""
+        project_id = d.ctx.project.id
+        if d.raw.session_id:
+            sid = identity.client_session_id(project_id, d.raw.session_id)
+            start = self.sessions.client_start_of(sid)
+        else:
+            found = self.sessions.live(project_id, visitor)
+            if found is None:
+                before = identity.visitor_id(
+                    self.salts.yesterday(d.ctx.received_ms), project_id, d.address, d.user_agent
+                )
+                found = self.sessions.live(project_id, before)
+                if found is not None:
+                    visitor = before
+            sid, start = found if found is not None else (0, None)
+        if start is None:
+            sid = sid or identity.derived_session_id(visitor, d.ts_ms)
+            start = d.ts_ms
+        d.session_id, d.session_start_ms = sid, start
+        d.visitor_id = identity.stored_visitor_id(visitor, start)
         return None
 
 

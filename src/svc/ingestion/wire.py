@@ -34,9 +34,18 @@ from svc.schema.limits import (
     MAX_USER_AGENT,
     PAST_WINDOW_MS,
 )
+from svc.schema.measurements import KINDS, Kind
 from svc.schema.wire import RawEvent
 
-__all__ = ["Body", "RawEvent", "Undecodable", "decode_body", "decode_valid", "validate_event"]
+__all__ = [
+    "Body",
+    "RawEvent",
+    "Undecodable",
+    "check_kind",
+    "decode_body",
+    "decode_valid",
+    "validate_event",
+]
 
 _decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
@@ -290,6 +299,9 @@ def decode_valid(data: bytes, max_events: int, now_ms: int) -> Body | None:
                 w.event_id = None
             if w.user_agent == "":
                 w.user_agent = None
+            kind = KINDS.get(w.name)
+            if kind is not None:
+                check_kind(kind, w.properties)
             if w.properties:
                 w.properties = _properties(w.properties)
     except (msgspec.DecodeError, InvalidRequest, RecursionError, ValueError, OverflowError):
@@ -369,6 +381,9 @@ def validate_event(obj: Any, now_ms: int) -> RawEvent:
         raise InvalidRequest(f"`screen` must be a width in pixels (0-{MAX_SCREEN})", field="screen")
     props = get("properties")
     properties = {} if props is None else _properties(props)
+    kind = KINDS.get(name)
+    if kind is not None:
+        check_kind(kind, props or {})
     # Positional, in RawEvent's field order.
     return RawEvent(
         name,
@@ -383,6 +398,44 @@ def validate_event(obj: Any, now_ms: int) -> RawEvent:
         ip,
         screen,
     )
+
+
+def check_kind(kind: Kind, props: dict[str, Any]) -> None:
+    """The properties of an event of one of the extensions' kinds (svc.schema.measurements),
+    as sent (before they are stored as strings): each described one of its type and within
+    its bounds, the required ones present, no other in a closed kind. Else
+    :class:`InvalidRequest` naming ``properties.<key>``."""
+    described = kind.properties
+    for key, rule in described.items():
+        where = f"properties.{key}"
+        value = props.get(key)
+        if value is None:
+            if rule.required:
+                raise InvalidRequest(f"`{where}` is required", field=where)
+            continue
+        if rule.type == "url":
+            if not isinstance(value, str) or not _HTTP_URL.match(value):
+                raise InvalidRequest(f"`{where}` must be an http(s) URL", field=where)
+            if len(value) > MAX_URL:
+                raise InvalidRequest(f"`{where}` is longer than {MAX_URL} characters", field=where)
+            continue
+        number = type(value) is int or (rule.type == "number" and type(value) is float)
+        if not number or not rule.minimum <= value <= rule.maximum:
+            what = "an integer" if rule.type == "integer" else "a number"
+            raise InvalidRequest(
+                f"`{where}` must be {what} from {rule.minimum} to {rule.maximum:,}", field=where
+            )
+    if kind.closed:
+        for key in props:
+            if key not in described:
+                where = f"properties.{key}"
+                names = ", ".join(described)
+                raise InvalidRequest(
+                    f"`{where}` is not a property of this event (it takes {names})", field=where
+                )
+
+
+_HTTP_URL = re.compile(r"^https?://[^\s/?#]+", re.IGNORECASE)
 
 
 def _opt_str(obj: dict[str, Any], key: str, limit: int, *, truncate: bool = False) -> str | None:

@@ -21,6 +21,7 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta, inspect
 
+from svc.schema import measurements
 from svc.schema.limits import (
     FUTURE_WINDOW_MS,
     IP_PATTERN,
@@ -263,6 +264,7 @@ def wire_format() -> dict[str, Any]:
             "maxNestingDepth": MAX_NESTING_DEPTH,
         },
         "event": event,
+        "kinds": measurements.describe(),
         "lengths": "characters are Unicode code points",
     }
 

@@ -27,6 +27,7 @@ from clickhouse_connect.driver.client import Client
 from clickhouse_connect.driver.exceptions import Error as ClickHouseError
 
 from svc.errors import ApiError, InvalidRequest
+from svc.schema.measurements import COUNTED_SQL
 from svc.schema.row import EVENT_COLUMNS as EVENT_COLUMNS
 from svc.schema.row import EventRow as EventRow
 from svc.settings import Settings
@@ -40,9 +41,11 @@ EVENT_HOURS_TABLE = "event_hours"  # per project and hour, by event time (migrat
 #: Every event but a page view without properties (migrations 006 and 008).
 REPORT_EVENTS_TABLE = "report_events"
 #: The events copied into REPORT_EVENTS_TABLE (as in its materialized view).
-REPORT_EVENTS_WHERE = "name != 'page_view' OR notEmpty(properties)"
+REPORT_EVENTS_WHERE = f"(name != 'page_view' OR notEmpty(properties)) AND {COUNTED_SQL}"
 #: The sessions with an event outside the day of their start and the next (migrations/012).
 LONG_SESSIONS_TABLE = "long_sessions"
+#: One row per page measurement (engagement, web_vitals) with typed figures (migrations/013).
+PAGE_MEASUREMENTS_TABLE = "page_measurements"
 #: Every table that holds rows of a project (the rollups' tables: svc.storage.rollups).
 PROJECT_TABLES = (
     EVENTS_TABLE,
@@ -51,6 +54,7 @@ PROJECT_TABLES = (
     EVENT_HOURS_TABLE,
     REPORT_EVENTS_TABLE,
     LONG_SESSIONS_TABLE,
+    PAGE_MEASUREMENTS_TABLE,
     "session_rollups",
     "rolled_sessions",
     "rollup_days",
@@ -302,6 +306,7 @@ class EventStore:
         """
         client = self.client
         where, params = self._clear(SESSIONS_TABLE, project_id)
+        where = f"{where} AND {COUNTED_SQL}"  # page measurements are no session's events
         entry = ", ".join(f"argMin({c}, ts)" for c in _SESSION_ENTRY_COLUMNS)
         client.command(
             f"INSERT INTO {SESSIONS_TABLE} SELECT project_id, toDate(min(ts)), session_id, "
@@ -314,6 +319,7 @@ class EventStore:
         self.rebuild_session_pages(project_id, day="toDate(min(ts))")
         # keyed as the sessions above, by the day of their first event
         where, params = self._clear(LONG_SESSIONS_TABLE, project_id)
+        where = f"{where} AND {COUNTED_SQL}"
         client.command(
             f"INSERT INTO {LONG_SESSIONS_TABLE} SELECT project_id, toDate(min(ts)) AS day, "
             f"session_id, min(ts), max(ts) FROM {EVENTS_TABLE} WHERE {where} "
@@ -327,6 +333,7 @@ class EventStore:
         all, each session keyed by ``day`` (an aggregate over its events: the expression the
         sessions table was keyed by)."""
         where, params = self._clear(SESSION_PAGES_TABLE, project_id)
+        where = f"{where} AND {COUNTED_SQL}"
         self.client.command(
             f"INSERT INTO {SESSION_PAGES_TABLE} SELECT project_id, day, session_id, "
             "page.1, page.2, page.3 FROM (SELECT project_id, session_id, "
@@ -344,7 +351,7 @@ class EventStore:
         self.client.command(
             f"INSERT INTO {EVENT_HOURS_TABLE} SELECT project_id, toStartOfHour(ts) AS hour, "
             "countIf(name = 'page_view'), count(), uniqExactState(visitor_id) "
-            f"FROM {EVENTS_TABLE} GROUP BY project_id, hour",
+            f"FROM {EVENTS_TABLE} WHERE {COUNTED_SQL} GROUP BY project_id, hour",
             settings={"max_bytes_before_external_group_by": 500_000_000},
         )
 

@@ -20,6 +20,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from svc.schema.dimensions import DIMENSIONS
+from svc.schema.measurements import COUNTED_SQL
 from svc.storage.events import EventStore
 
 log = logging.getLogger(__name__)
@@ -134,7 +135,8 @@ FROM ({skipped_keys})
     hostnames = _per_value_sql(
         "'hostname'",
         "SELECT session_id, toString(hostname) AS value, countIf(name = 'page_view') AS pv, "
-        f"count() AS ev FROM events WHERE {day_events} GROUP BY session_id, value",
+        f"count() AS ev FROM events WHERE {day_events} AND {COUNTED_SQL} "
+        "GROUP BY session_id, value",
     )
     return other_events, hostnames, properties, skipped_properties
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from svc.queries.dates import DateRange
 from svc.queries.sql.statement import RANGE_WHERE, Statement
+from svc.schema.measurements import COUNTED_SQL
 
 __all__ = [
     "EXPORT_COLUMNS",
@@ -57,7 +58,7 @@ def recent_sessions(since: Any) -> Statement:
         "toUnixTimestamp64Milli(min(session_start)), "
         "toUnixTimestamp64Milli(min(ts)), toUnixTimestamp64Milli(max(ts)) "
         "FROM events WHERE received_at >= {since:DateTime64(3, 'UTC')} "
-        "GROUP BY project_id, session_id"
+        f"AND {COUNTED_SQL} GROUP BY project_id, session_id"
     )
     return Statement(sql, {"since": since})
 

@@ -20,6 +20,7 @@ from svc.queries.sql.sessions import (
     session_rows,
 )
 from svc.queries.sql.statement import Statement, statement
+from svc.schema.measurements import COUNTED_SQL
 
 # GET /metrics ---------------------------------------------------------------------------------
 
@@ -121,6 +122,8 @@ _LABELS = {
     "week": "toString(bucket)",
     "month": "toString(bucket)",
 }
+#: The labels, for the other series (svc.queries.sql.measurements).
+LABELS = _LABELS
 
 
 def series_events(plan: Plan, facts: Facts, interval: str) -> Statement:
@@ -321,7 +324,8 @@ def property_values(plan: Plan, facts: Facts, key: str, limit: int) -> Statement
 # GET /metrics/realtime ------------------------------------------------------------------------
 
 _RECENT = (
-    "project_id = {project:String} AND ts >= now64(3, 'UTC') - toIntervalSecond({window:UInt32})"
+    "project_id = {project:String} AND ts >= now64(3, 'UTC') - toIntervalSecond({window:UInt32}) "
+    f"AND {COUNTED_SQL}"
 )
 
 

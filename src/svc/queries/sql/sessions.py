@@ -26,7 +26,8 @@ from datetime import date
 
 from svc.queries.dimensions import Dimension
 from svc.queries.plan import Counting, Facts, Plan
-from svc.queries.sql.statement import RANGE_WHERE, Statement, statement
+from svc.queries.sql.statement import COUNTED_WHERE, Statement, statement
+from svc.schema.measurements import COUNTED_SQL
 
 _T0, _T1 = "{start:DateTime64(3, 'UTC')}", "{end:DateTime64(3, 'UTC')}"
 
@@ -121,7 +122,7 @@ def outside_statement(plan: Plan, facts: Facts) -> Statement:
     kept = "1" if plan.dropped is not None else plan.event_filter
     return statement(
         "SELECT session_id, countIf(name = 'page_view') AS opv, count() AS oev FROM events "
-        f"WHERE project_id = {{project:String}} AND {kept} "
+        f"WHERE project_id = {{project:String}} AND {kept} AND {COUNTED_SQL} "
         f"AND {outside_events(plan, facts)} GROUP BY session_id",
         plan,
         facts,
@@ -236,7 +237,7 @@ def counts_by_session(plan: Plan, table: str, condition: str, value: str | None 
     value_col = "" if value is None else f"{value} AS value, "
     return (
         f"SELECT {key} AS k, {value_col}countIf(name = 'page_view') AS pv, count() AS ev "
-        f"FROM {table} WHERE {RANGE_WHERE} AND {condition} GROUP BY {by}"
+        f"FROM {table} WHERE {COUNTED_WHERE} AND {condition} GROUP BY {by}"
     )
 
 
@@ -364,7 +365,7 @@ def events_where(plan: Plan, facts: Facts) -> str:
     """WHERE for event-level queries: range, event filters, and (with session filters)
     membership in a session that passes them (one with an event in the range: the event's
     own condition asks that)."""
-    where = f"{RANGE_WHERE} AND {plan.event_filter}"
+    where = f"{COUNTED_WHERE} AND {plan.event_filter}"
     if plan.has_session_filters:
         sessions = (
             f"SELECT s.session_id FROM sessions AS s FINAL WHERE {session_rows_where(plan, facts)}"

@@ -6,12 +6,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from svc.queries.plan import Facts, Plan
+from svc.schema.measurements import COUNTED_SQL
 
 #: A project's events in the range (``{project}``, ``{start}``, ``{end}``).
 RANGE_WHERE = (
     "project_id = {project:String} AND ts >= {start:DateTime64(3, 'UTC')} "
     "AND ts < {end:DateTime64(3, 'UTC')}"
 )
+#: A project's events in the range that count: not page measurements (engagement,
+#: web_vitals: svc.schema.measurements), which no count of events or sessions reads. Every
+#: report over ``events`` reads these; the export reads :data:`RANGE_WHERE`.
+COUNTED_WHERE = f"{RANGE_WHERE} AND {COUNTED_SQL}"
 
 
 @dataclass
