@@ -204,17 +204,36 @@ class AccountService:
     # accounts for operators ---------------------------------------------------------------
 
     def create_account(
-        self, email: str, password: str, name: str = "", *, team_name: str | None = None
+        self, email_value: object, password: object, name: str = "", *, team_name: str | None = None
     ) -> dict[str, Any]:
         """An account (``svcm users create``); with ``team_name``, a new team it owns."""
-        email = store.normalize_email(email)
-        passwords.check_policy(password)
-        account = store.create_account(self.meta, email, passwords.hash_password(password), name)
+        email = store.normalize_email(email_value)
+        secret = passwords.check_policy(password)
+        account = store.create_account(
+            self.meta, email, passwords.hash_password(secret), store.check_name(name)
+        )
         out: dict[str, Any] = {"account": account.to_json()}
         if team_name is not None:
             team = teams.create_team(self.meta, teams.check_team_name(team_name), account.id)
             out["team"] = {**team.to_json(), "role": roles.OWNER}
         return out
+
+    def list_accounts(self) -> list[dict[str, Any]]:
+        """Every account with its teams and roles (the admin token; ``svcm users list``)."""
+        out = []
+        for account in store.list_accounts(self.meta):
+            found = teams.list_teams(self.meta, account.id)
+            out.append(
+                {**account.to_json(), "teams": [{**t.to_json(), "role": r} for t, r in found]}
+            )
+        return out
+
+    def set_disabled(self, account_id: str, disabled: object) -> dict[str, Any]:
+        """Disable (signing it out everywhere) or enable an account (the admin token)."""
+        if not isinstance(disabled, bool):
+            raise InvalidRequest("`disabled` must be true or false", field="disabled")
+        store.set_disabled(self.meta, account_id, disabled)
+        return store.get_account(self.meta, account_id).to_json()
 
     # teams --------------------------------------------------------------------------------
 

@@ -54,7 +54,6 @@ def build_parser() -> argparse.ArgumentParser:
         completion,
         deploy,
         events,
-        lake,
         metrics,
         projects,
         serve,
@@ -92,7 +91,6 @@ def build_parser() -> argparse.ArgumentParser:
     events.register(sub)
     deploy.register(sub)
     backup.register(sub)
-    lake.register(sub)
     completion.register(sub, parser)
     return parser
 

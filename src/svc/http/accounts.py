@@ -203,6 +203,53 @@ async def accept_invitation(request: Request) -> Any:
     )
 
 
+# accounts, for the admin token (svcm users) ------------------------------------------------
+
+
+async def _admin(request: Request) -> None:
+    if not (await principal_of(request)).is_admin:
+        raise Forbidden("only the admin token may manage accounts")
+
+
+@_run()
+async def list_accounts(request: Request) -> Any:
+    await _admin(request)
+    return {"accounts": await asyncio.to_thread(service_of(request).list_accounts)}
+
+
+@_run(201)
+async def create_account(request: Request) -> Any:
+    """POST /accounts {email, password, name?, teamName?}: with teamName, a new team it owns
+    (the first owner: ``svcm users create --owner``)."""
+    await _admin(request)
+    body = await json_body(request)
+    _unknown(body, {"email", "password", "name", "teamName"})
+    name = body.get("name", "")
+    team_name = body.get("teamName")
+    if not isinstance(name, str):
+        raise InvalidRequest("`name` must be a string", field="name")
+    if team_name is not None and not isinstance(team_name, str):
+        raise InvalidRequest("`teamName` must be a string", field="teamName")
+    return await asyncio.to_thread(
+        lambda: service_of(request).create_account(
+            body.get("email"),
+            body.get("password"),
+            name,
+            team_name=team_name,
+        )
+    )
+
+
+@_run()
+async def update_account_admin(request: Request) -> Any:
+    await _admin(request)
+    body = await json_body(request)
+    _unknown(body, {"disabled"})
+    return await asyncio.to_thread(
+        service_of(request).set_disabled, request.path_params["account_id"], body.get("disabled")
+    )
+
+
 # teams ------------------------------------------------------------------------------------
 
 
@@ -378,6 +425,9 @@ ROUTES = [
     Route("/account/totp", totp_disable, methods=["DELETE"]),
     Route("/invitations/{token}", preview_invitation, methods=["GET"]),
     Route("/invitations/{token}/accept", accept_invitation, methods=["POST"]),
+    Route("/accounts", list_accounts, methods=["GET"]),
+    Route("/accounts", create_account, methods=["POST"]),
+    Route("/accounts/{account_id}", update_account_admin, methods=["PATCH"]),
     Route("/teams", list_teams, methods=["GET"]),
     Route("/teams", create_team, methods=["POST"]),
     Route("/teams/{team_id}", get_team, methods=["GET"]),

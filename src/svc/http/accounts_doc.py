@@ -63,6 +63,24 @@ class Session(_Doc):
     account: Account
 
 
+class Accounts(_Doc):
+    accounts: list[Account]
+
+
+class NewAccount(_Doc):
+    email: str
+    password: Annotated[str, Meta(min_length=10, max_length=256)]
+    name: str | UnsetType = UNSET
+    team_name: (
+        Annotated[str, Meta(description="Also a new team of this name, which it owns.")] | UnsetType
+    ) = UNSET
+
+
+class AccountMade(_Doc):
+    account: Account
+    team: TeamOfAccount | UnsetType = UNSET
+
+
 class AccountInput(_Doc):
     name: str | UnsetType = UNSET
     password: Annotated[str, Meta(min_length=10, max_length=256)] | UnsetType = UNSET
@@ -152,6 +170,9 @@ ACCOUNT_TYPES: dict[str, type[Struct]] = {
     t.__name__: t
     for t in (
         Account,
+        Accounts,
+        NewAccount,
+        AccountMade,
         SignInInput,
         Session,
         AccountInput,
@@ -272,6 +293,34 @@ def account_paths(
                 403,
                 409,
             )
+        },
+        "/accounts": {
+            "get": op(
+                "Every account and its teams (admin token)",
+                {"200": _json("Accounts", "The accounts.")},
+                401,
+                403,
+            ),
+            "post": op(
+                "Create an account; with teamName, a new team it owns (admin token)",
+                {"201": _json("AccountMade", "The account.")},
+                400,
+                401,
+                403,
+                409,
+                body="NewAccount",
+            ),
+        },
+        "/accounts/{account_id}": {
+            "parameters": [account],
+            "patch": op(
+                "Disable (signed out everywhere) or enable an account {disabled} (admin token)",
+                {"200": _json("Account", "The account.")},
+                400,
+                401,
+                403,
+                404,
+            ),
         },
         "/invitations/{token}": {
             "parameters": [token],

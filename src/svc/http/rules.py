@@ -70,6 +70,9 @@ RULES: dict[str, str] = {
     "POST /account/totp": ACCOUNT,
     "POST /account/totp/confirm": ACCOUNT,
     "DELETE /account/totp": ACCOUNT,
+    "GET /accounts": ADMIN,
+    "POST /accounts": ADMIN,  # svcm users create (--owner: with a team it owns)
+    "PATCH /accounts/{account_id}": ADMIN,  # disable, enable
     "GET /invitations/{token}": PUBLIC,
     "POST /invitations/{token}/accept": PUBLIC,
     "GET /teams": ANY,

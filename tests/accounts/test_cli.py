@@ -1,0 +1,56 @@
+"""``svcm users``, ``svcm teams`` and ``svcm invite`` against the real server, with the admin
+token: the first owner made from the command line signs in over HTTP."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.accounts.conftest import PASSWORD, call, invite_token, sign_in, unique_email
+from tests.cli.support import clean_env, svcm
+from tests.support import Server, is_error
+
+
+def test_operator_makes_the_first_owner_invites_and_disables(srv: Server, tmp_path: Path) -> None:
+    env = clean_env(tmp_path / "config.toml", SVC_URL=srv.url, SVC_TOKEN=srv.admin_token)
+    email = unique_email("first")
+    made = (
+        svcm(
+            "users",
+            "create",
+            "--email",
+            email,
+            "--owner",
+            "--team",
+            "First",
+            "--json",
+            env=env,
+            stdin=PASSWORD + "\n",
+        )
+        .ok()
+        .json()
+    )
+    assert made["team"]["role"] == "owner" and made["account"]["email"] == email
+    token = sign_in(srv, email).json()["token"]
+    assert call(srv, "GET", "/account", token).json()["teams"][0]["name"] == "First"
+    listed = svcm("users", "list", "--json", env=env).ok().json()["accounts"]
+    assert email in [a["email"] for a in listed]
+    # an invitation from the command line: mail is off, so the link is printed
+    guest = unique_email("cli")
+    out = svcm("invite", guest, "--team", "First", "--role", "editor", env=env).ok().stdout
+    link = next(word for word in out.split() if "#invite=" in word)
+    r = call(srv, "POST", f"/invitations/{invite_token(link)}/accept", json={"password": PASSWORD})
+    assert r.status_code == 200 and r.json()["joined"]["role"] == "editor"
+    members = svcm("teams", "members", "First", "--json", env=env).ok().json()["members"]
+    assert {m["email"]: m["role"] for m in members} == {email: "owner", guest: "editor"}
+    assert "First" in svcm("teams", "list", env=env).ok().stdout
+    # disabled: signed out, and sign-in fails like a wrong password
+    svcm("users", "disable", email, env=env).ok()
+    is_error(call(srv, "GET", "/account", token), 401)
+    is_error(sign_in(srv, email), 401)
+    svcm("users", "enable", email, env=env).ok()
+    assert sign_in(srv, email).status_code == 200
+    # a short password, or an email that has an account: one line, no traceback
+    svcm("users", "create", "--email", unique_email(), env=env, stdin="short\n").fails(
+        1, "password"
+    )
+    svcm("users", "create", "--email", email, env=env, stdin=PASSWORD + "\n").fails(1, "exists")
