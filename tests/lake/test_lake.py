@@ -225,5 +225,25 @@ def test_a_lake_in_a_local_directory(tmp_path: Path) -> None:
         assert m["sha256"] == hashlib.sha256(data).hexdigest() and m["rows"] == 4
         assert rows_of(pq.read_table(io.BytesIO(data))) == rows_of(export_rows(srv, secret, D1))
         assert sorted(p.name for p in day_dir.iterdir()) == ["events.parquet", "manifest.json"]
+
+        # a day the lake cannot take (a file where its directory goes) is counted as a
+        # failure, said in /health, and written at a later pass once the lake takes it
+        other = srv.create_project("lake-dir-blocked")
+        blocker = lake / f"project={other['id']}"
+        blocker.write_text("in the way")
+        r = srv.send(
+            other["keys"]["secret"], event(at(D2, 5), 1), headers={"User-Agent": BROWSER_UA}
+        )
+        assert r.status_code == 200
+        srv.wait_loaded()
+        health = wait_for(
+            lambda: (h := srv.health()["lake"])["failures"] > 0 and h, "the failure in /health"
+        )
+        assert other["id"] in health["lastError"], health
+        blocker.unlink()
+        wait_for(
+            lambda: (blocker / f"day={D2.date().isoformat()}" / "manifest.json").exists(),
+            "the day written once the lake takes it",
+        )
     finally:
         srv.stop()
