@@ -77,6 +77,7 @@ def create_app(settings: Settings) -> Starlette:
         Route("/metrics/revenue", metrics.get_revenue, methods=["GET"]),
         Route("/metrics/errors", metrics.get_errors, methods=["GET"]),
         Route("/metrics/properties", metrics.get_properties, methods=["GET"]),
+        Route("/metrics/vitals", metrics.get_vitals, methods=["GET"]),
         Route("/health", health.get_health, methods=["GET"]),
         *BACKUP_ROUTES,
         *LAKE_ROUTES,

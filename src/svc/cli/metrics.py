@@ -19,6 +19,7 @@ from svc.cli.common import (
 )
 from svc.cli.errors import UsageError
 from svc.schema import dimensions as schema_dimensions
+from svc.schema.measurements import BREAKDOWN_KINDS, VITALS
 
 #: The dimensions, in the order the help lists them.
 DIMENSIONS = tuple(schema_dimensions.DIMENSIONS)
@@ -69,9 +70,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     project_option(p)
     range_options(p)
     by = p.add_argument(
-        "--by", metavar="DIM", help="break down by this dimension (see filters, or prop:<key>)"
+        "--by",
+        metavar="DIM",
+        help="break down by this dimension (see filters, or prop:<key>), or a report of the "
+        "script's extensions: " + ", ".join(BREAKDOWN_KINDS),
     )
-    by.completion_values = DIMENSIONS  # type: ignore[attr-defined]
+    by.completion_values = DIMENSIONS + BREAKDOWN_KINDS  # type: ignore[attr-defined]
     p.add_argument(
         "--interval",
         choices=["hour", "day", "week", "month"],
@@ -98,6 +102,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="FIELD",
         help="breakdown order: " + ", ".join(ORDERS) + "; prefix - (as --order=-pageviews) "
         "or suffix :desc for descending (default -visitors)",
+    )
+    p.add_argument(
+        "--duration",
+        choices=["events", "engaged"],
+        help="the visit duration of the totals: first to last event (default), or the "
+        "engaged time the engagement extension reports",
     )
     p.add_argument("--csv", action="store_true", help="print CSV (with a header row)")
 
@@ -152,6 +162,10 @@ def run_metrics(ctx: Context) -> int:
         params.append(("interval", interval))
     elif compare:
         params.append(("compare", compare))
+    if ctx.opt("duration"):
+        if by or interval:
+            raise UsageError("--duration works on the totals only, not with --by or --interval")
+        params.append(("duration", ctx.opt("duration")))
     project = ctx.project()
     params.append(("projectId", project))
     doc = ctx.api().get(path, params)
@@ -273,13 +287,52 @@ def show_totals(ctx: Context, doc: dict[str, Any], project: str) -> None:
         )
 
 
+#: The columns of the breakdowns of the extensions' reports (``by``): a field of the row (a
+#: dotted path into it) and its title.
+KIND_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
+    "engagement": (
+        ("visitors", "VISITORS"),
+        ("pageviews", "PAGEVIEWS"),
+        ("engagedVisits", "ENGAGED VISITS"),
+        ("medianEngagedMs", "MEDIAN MS"),
+        ("meanEngagedMs", "MEAN MS"),
+        *((f"scrollDepth.{q}", f"SCROLL {q}%") for q in ("25", "50", "75", "100")),
+    ),
+    "clicks": (("visitors", "VISITORS"), ("events", "EVENTS")),
+    "vitals": (
+        ("samples", "SAMPLES"),
+        *((f"{v.name}.p75", f"{v.name.upper()} P75") for v in VITALS),
+        *((f"{v.name}.good", f"{v.name.upper()} GOOD") for v in VITALS),
+    ),
+}
+
+
+def row_columns(by: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The fields and titles of the rows of a breakdown ``by`` (or a time series)."""
+    if by not in BREAKDOWN_KINDS:
+        return ROW_FIELDS, ROW_TITLES
+    group = by if by == "engagement" else "vitals" if by.startswith("vitals:") else "clicks"
+    columns = KIND_COLUMNS[group]
+    return tuple(f for f, _ in columns), tuple(t for _, t in columns)
+
+
+def _field(row: dict[str, Any], path: str) -> Any:
+    value: Any = row
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
 def show_rows(ctx: Context, rows: list[dict[str, Any]], key: str, doc: dict[str, Any]) -> None:
     first = "value" if key != "time" else "time"
+    fields, titles = row_columns(key)
     if ctx.opt("csv"):
         writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow([first, *ROW_FIELDS])
+        writer.writerow([first, *fields])
         for r in rows:
-            writer.writerow([r.get(first, ""), *[r.get(f, "") for f in ROW_FIELDS]])
+            writer.writerow(
+                [r.get(first, ""), *["" if (v := _field(r, f)) is None else v for f in fields]]
+            )
         return
     table_rows: list[list[Any]] = []
     peak = max((int(r.get("visitors", 0) or 0) for r in rows), default=0) or 1
@@ -287,13 +340,13 @@ def show_rows(ctx: Context, rows: list[dict[str, Any]], key: str, doc: dict[str,
         value = r.get(first)
         row: list[Any] = [
             value if value not in (None, "") else "(none)",
-            *[_display(f, r.get(f)) if ctx.out.stdout_tty else r.get(f) for f in ROW_FIELDS],
+            *[_display(f, _field(r, f)) if ctx.out.stdout_tty else _field(r, f) for f in fields],
         ]
         if key == "time" and ctx.out.stdout_tty:
             row.append("█" * round(20 * int(r.get("visitors", 0) or 0) / peak) or " ")
         table_rows.append(row)
-    columns = [key.upper(), *ROW_TITLES] + ([""] if key == "time" and ctx.out.stdout_tty else [])
-    ctx.out.table(columns, table_rows, right=list(ROW_TITLES), empty="no data in this range")
+    columns = [key.upper(), *titles] + ([""] if key == "time" and ctx.out.stdout_tty else [])
+    ctx.out.table(columns, table_rows, right=list(titles), empty="no data in this range")
     total = doc.get("totalRows")
     if ctx.out.stdout_tty and isinstance(total, int) and total > len(rows):
         offset = int(doc.get("offset", 0) or 0)

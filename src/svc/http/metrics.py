@@ -19,7 +19,15 @@ from svc.auth import Principal
 from svc.errors import ApiError, InvalidRequest
 from svc.http.common import error_response, json_response, principal_of, runtime_of
 from svc.meta.store import Project
-from svc.queries import breakdown, commerce, conversions, properties, realtime, timeseries
+from svc.queries import (
+    breakdown,
+    commerce,
+    conversions,
+    measurements,
+    properties,
+    realtime,
+    timeseries,
+)
 from svc.queries.dates import FIRST_DAY, LAST_DAY, DateRange, is_known_zone, parse_range, parse_zone
 from svc.queries.dimensions import dimension
 from svc.queries.filters import parse_filters
@@ -194,11 +202,14 @@ def _metrics(store: EventStore, project: Project, request: Request) -> dict[str,
                 f"is not within {FIRST_DAY} to {LAST_DAY}",
                 field="compare",
             )
-    body = query_metrics(store, scope).to_json()
+    engaged = measurements.parse_duration(request.query_params.get("duration"))
+    body = measurements.with_duration(query_metrics(store, scope).to_json(), store, scope, engaged)
     body["from"], body["to"] = scope.rng.first.isoformat(), scope.rng.last.isoformat()
     body["timezone"] = scope.rng.tz
     if other is not None:
-        before = query_metrics(store, parse_scope(request, project, other)).to_json()
+        before_scope = parse_scope(request, project, other)
+        before = query_metrics(store, before_scope).to_json()
+        before = measurements.with_duration(before, store, before_scope, engaged)
         before["from"], before["to"] = other.first.isoformat(), other.last.isoformat()
         body["compare"] = before
     return body
@@ -218,6 +229,11 @@ def _breakdown(store: EventStore, project: Project, request: Request) -> dict[st
     by = params.get("by")
     if not by:
         raise InvalidRequest("`by` is required: the dimension to break down by", field="by")
+    if by in measurements.KINDS:  # the extensions' reports (docs/api.md, Page measurements)
+        paging = measurements.parse_paging(
+            by, params.get("limit"), params.get("offset"), params.get("order")
+        )
+        return measurements.query_kind(store, scope, by, paging)
     dim, dim_params = dimension(by, "by_key")
     page = breakdown.parse_page(params.get("limit"), params.get("offset"), params.get("order"))
     return breakdown.query_breakdown(store, scope, dim, page, dim_params)
@@ -259,6 +275,47 @@ def _properties(store: EventStore, project: Project, request: Request) -> dict[s
     return properties.query_property_keys(store, scope, limit)
 
 
+def _vitals(store: EventStore, project: Project, request: Request) -> dict[str, Any]:
+    """GET /metrics/vitals: Web Vitals over the range, with ``interval`` over time too, with
+    ``compare`` for the other range too."""
+    scope = parse_scope(request, project)
+    params = request.query_params
+    interval = None
+    if params.get("interval"):
+        interval = timeseries.parse_interval(
+            params["interval"], scope.rng, store.settings.max_series_points
+        )
+    other = _other_range(request, scope.rng)
+    body = measurements.query_vitals(store, scope, interval)
+    body["from"], body["to"] = scope.rng.first.isoformat(), scope.rng.last.isoformat()
+    body["timezone"] = scope.rng.tz
+    if other is not None:
+        before = measurements.query_vitals(store, parse_scope(request, project, other), None)
+        before["from"], before["to"] = other.first.isoformat(), other.last.isoformat()
+        body["compare"] = before
+    return body
+
+
+def _other_range(request: Request, rng: DateRange) -> DateRange | None:
+    """The range of ``compare`` (previous_period, previous_year), checked; None without."""
+    compare = request.query_params.get("compare")
+    if not compare:
+        return None
+    if compare == "previous_period":
+        other = rng.previous_period()
+    elif compare == "previous_year":
+        other = rng.previous_year()
+    else:
+        raise InvalidRequest("`compare` must be previous_period or previous_year", field="compare")
+    if not other.within_bounds:
+        raise InvalidRequest(
+            f"`compare`: the {compare.replace('_', ' ')} ({other.first} to {other.last}) "
+            f"is not within {FIRST_DAY} to {LAST_DAY}",
+            field="compare",
+        )
+    return other
+
+
 def _endpoint(query: Callable[[EventStore, Project, Request], dict[str, Any]]) -> Endpoint:
     async def endpoint(request: Request) -> Response:
         return await _read(request, query)
@@ -275,3 +332,4 @@ get_funnel = _endpoint(_funnel)
 get_revenue = _endpoint(_revenue)
 get_errors = _endpoint(_errors)
 get_properties = _endpoint(_properties)
+get_vitals = _endpoint(_vitals)

@@ -23,6 +23,7 @@ from svc.http.projects import NAME as PROJECT_NAME
 from svc.queries.breakdown import MAX_OFFSET
 from svc.queries.filters import OPERATORS
 from svc.schema.dimensions import DIMENSIONS
+from svc.schema.measurements import BREAKDOWN_KINDS
 from svc.schema.wire import RawEvent
 from svc.settings import Settings
 
@@ -104,6 +105,10 @@ class Metrics(Doc):
     bounces: int | UnsetType = UNSET
     avg_session_duration: Annotated[float, Meta(description="Seconds.")] | UnsetType = UNSET
     views_per_session: float | UnsetType = UNSET
+    duration: (
+        Annotated[Literal["engaged"], Meta(description="duration=engaged: engaged time.")]
+        | UnsetType
+    ) = UNSET
     from_: date | UnsetType = UNSET
     to: date | UnsetType = UNSET
     timezone: str | UnsetType = UNSET
@@ -135,6 +140,82 @@ class Breakdown(Doc):
     by: str
     rows: list[SessionRow]
     total_rows: Annotated[int, Meta(description="Rows in all, past `limit` and `offset`.")]
+
+
+# the extensions' reports (svc.queries.measurements; docs/api.md, Page measurements) ---------
+
+
+class EngagementRow(SessionRow, kw_only=True):
+    """A page's figures (as ``by=page``) and its engagement."""
+
+    engaged_visits: Annotated[int, Meta(description="(session, page) visits with engagement.")]
+    median_engaged_ms: float | None
+    mean_engaged_ms: float | None
+    scroll_depth: Annotated[
+        dict[str, Percent],
+        Meta(description="Share of the visits that reached 25, 50, 75, 100 % of the page."),
+    ]
+
+
+class EngagementBreakdown(Doc):
+    by: Literal["engagement"]
+    rows: list[EngagementRow]
+    total_rows: int
+
+
+class Referrer(Doc):
+    value: str
+    events: int
+
+
+class TargetRow(Doc):
+    """A link's URL (outbound, download) or a page marked not found (404)."""
+
+    value: str
+    visitors: int
+    events: int
+    referrers: Annotated[list[Referrer], Meta(description="404 only.")] | UnsetType = UNSET
+
+
+class TargetBreakdown(Doc):
+    by: Literal["outbound", "download", "404"]
+    rows: list[TargetRow]
+    total_rows: int
+
+
+class VitalFigures(Doc):
+    samples: int
+    p75: float | None
+    good: Percent
+    needs_improvement: Percent
+    poor: Percent
+
+
+class VitalsRow(Doc):
+    """Web Vitals of the page loads of one value or one time."""
+
+    samples: int
+    lcp: VitalFigures
+    inp: VitalFigures
+    cls: VitalFigures
+    fcp: VitalFigures
+    ttfb: VitalFigures
+    value: str | UnsetType = UNSET
+    time: str | UnsetType = UNSET
+
+
+class VitalsBreakdown(Doc):
+    by: Literal["vitals:page", "vitals:device", "vitals:country"]
+    rows: list[VitalsRow]
+    total_rows: int
+
+
+class Vitals(VitalsRow, kw_only=True):
+    """GET /metrics/vitals."""
+
+    interval: str | UnsetType = UNSET
+    points: list[VitalsRow] | UnsetType = UNSET
+    compare: VitalsRow | UnsetType = UNSET
 
 
 class PageVisitors(Doc):
@@ -341,6 +422,10 @@ class Health(Doc):
     node: dict[str, Any] | UnsetType = UNSET
 
 
+#: The answers of GET /metrics/breakdown, by its ``by``: a dimension, or a report of the
+#: script's extensions.
+BREAKDOWN_ANSWERS = ("Breakdown", "EngagementBreakdown", "TargetBreakdown", "VitalsBreakdown")
+
 #: The types of the document's schemas, by their names in it.
 TYPES: dict[str, type[Struct]] = {
     "Event": RawEvent,
@@ -352,6 +437,10 @@ TYPES: dict[str, type[Struct]] = {
             Metrics,
             Timeseries,
             Breakdown,
+            EngagementBreakdown,
+            TargetBreakdown,
+            VitalsBreakdown,
+            Vitals,
             Realtime,
             Goals,
             Funnel,
@@ -524,9 +613,20 @@ def _reports(settings: Settings, secured: list[dict[str, list[str]]]) -> dict[st
         [
             *scoped,
             _param("compare", "query", "previous_period or previous_year: adds `compare`."),
+            _param("duration", "query", "events (default) or engaged: the visit duration."),
         ],
         "Metrics",
     )
+    breakdowns = {"anyOf": [_ref(n) for n in BREAKDOWN_ANSWERS]}
+
+    def answering(
+        schema: dict[str, Any], summary: str, params: list[dict[str, Any]], answer: str
+    ) -> dict[str, Any]:
+        """:func:`get` whose 200 is ``schema`` (``answer``'s or another's)."""
+        op = get(summary, params, answer)
+        op["get"]["responses"]["200"]["content"][JSON]["schema"] = schema
+        return op
+
     return {
         "/metrics": {**metrics, "options": PREFLIGHT},
         "/metrics/timeseries": get(
@@ -534,11 +634,19 @@ def _reports(settings: Settings, secured: list[dict[str, list[str]]]) -> dict[st
             [*scoped, _param("interval", "query", "hour, day (default), week or month.")],
             "Timeseries",
         ),
-        "/metrics/breakdown": get(
+        "/metrics/breakdown": answering(
+            breakdowns,
             "Metrics per value of a dimension",
             [
                 *scoped,
-                _param("by", "query", "The dimension (see `filter`).", True),
+                _param(
+                    "by",
+                    "query",
+                    "The dimension (see `filter`), or a report of the script's extensions: "
+                    + ", ".join(BREAKDOWN_KINDS)
+                    + " (docs/api.md, Page measurements).",
+                    True,
+                ),
                 limit,
                 _param(
                     "offset",
@@ -556,6 +664,15 @@ def _reports(settings: Settings, secured: list[dict[str, list[str]]]) -> dict[st
                 ),
             ],
             "Breakdown",
+        ),
+        "/metrics/vitals": get(
+            "Web Vitals: p75 and good / needs improvement / poor shares, over time too",
+            [
+                *scoped,
+                _param("interval", "query", "hour, day, week or month: adds `points`."),
+                _param("compare", "query", "previous_period or previous_year: adds `compare`."),
+            ],
+            "Vitals",
         ),
         "/metrics/realtime": get(
             "Visitors in the last 5 minutes and the pages they are on",

@@ -37,6 +37,7 @@ RAW: tuple[Kept, ...] = (
     Kept("session_pages", "session_day"),
     Kept("rolled_sessions", "session_day"),
     Kept("long_sessions", "session_day", partitioned=False),
+    Kept("page_measurements", "ts"),  # the page measurements' rows (storage migration 13)
 )
 
 #: The aggregates: the daily rollups and the hourly event figures. Kept

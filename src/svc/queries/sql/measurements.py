@@ -1,0 +1,184 @@
+"""The statements of the browser script's extensions' reports (issue 20; docs/api.md, "Page
+measurements"): engaged time and scroll depth per page and Web Vitals from
+``page_measurements`` (storage/migrations/013: the page measurements alone, with typed
+figures), outbound links, downloads and 404s from ``report_events`` (the events other than
+plain page views). Each takes the range, the time zone and the filters of every report
+(:func:`measured_where`, :func:`svc.queries.sql.sessions.events_where`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from svc.queries.plan import Facts, Plan
+from svc.queries.sql.reports import INTERVALS, LABELS
+from svc.queries.sql.sessions import events_where, session_rows_where
+from svc.queries.sql.statement import RANGE_WHERE, Statement, statement
+from svc.schema.measurements import VITALS, Vital
+
+#: The columns a vitals breakdown may group by: an expression over a ``page_measurements`` row.
+VITAL_GROUPS = {"page": "path", "device": "device", "country": "country"}
+
+
+def measured_where(plan: Plan, facts: Facts, name: str) -> str:
+    """WHERE over ``page_measurements``: the range, the event filters (on the measurement
+    event's own page, hostname, properties), and with session filters, membership in a
+    session that passes them (as :func:`events_where` for the events); events named ``name``."""
+    where = f"{RANGE_WHERE} AND {plan.event_filter} AND name = '{name}'"
+    if plan.has_session_filters:
+        sessions = (
+            f"SELECT s.session_id FROM sessions AS s FINAL WHERE {session_rows_where(plan, facts)}"
+        )
+        where += f" AND session_id IN ({sessions})"
+    return where
+
+
+# engaged time and scroll depth --------------------------------------------------------------
+
+
+def _engaged_views(plan: Plan, facts: Facts, paths: bool) -> str:
+    """One row per (session, page) with engagement: its engaged time ``e`` (the sum of its
+    ``engaged_ms``) and depth ``d`` (the largest ``scroll_pct``)."""
+    only = " AND path IN {paths:Array(String)}" if paths else ""
+    return (
+        "SELECT path, session_id, sum(engaged_ms) AS e, max(scroll_pct) AS d "
+        f"FROM page_measurements WHERE {measured_where(plan, facts, 'engagement')}{only} "
+        "GROUP BY path, session_id"
+    )
+
+
+_ENGAGED_FIGURES = (
+    "count() AS views, quantileExactInclusive(0.5)(e) AS median_ms, avg(e) AS mean_ms, "
+    "countIf(d >= 25) AS d25, countIf(d >= 50) AS d50, countIf(d >= 75) AS d75, "
+    "countIf(d >= 100) AS d100"
+)
+
+
+def engagement_by_page(plan: Plan, facts: Facts, paths: Sequence[str]) -> Statement:
+    """Per page of ``paths``: the (session, page) views with engagement ``views``, the median
+    and mean engaged time (ms) over them, and how many reached 25/50/75/100 % of the page."""
+    return statement(
+        f"SELECT path AS value, {_ENGAGED_FIGURES} FROM ({_engaged_views(plan, facts, True)}) "
+        "GROUP BY value",
+        plan,
+        facts,
+        paths=list(paths),
+    )
+
+
+def engagement_total(plan: Plan, facts: Facts) -> Statement:
+    """The same figures over every page, and the engaged time in all (``engaged_ms``)."""
+    return statement(
+        f"SELECT {_ENGAGED_FIGURES}, sum(e) AS engaged_ms "
+        f"FROM ({_engaged_views(plan, facts, False)})",
+        plan,
+        facts,
+    )
+
+
+# Web Vitals ---------------------------------------------------------------------------------
+
+
+def _vital_columns(v: Vital) -> str:
+    n = v.name
+    return (
+        f"count({n}) AS {n}_n, quantileExactInclusive(0.75)({n}) AS {n}_p75, "
+        f"countIf({n} <= {v.good}) AS {n}_good, countIf({n} > {v.poor}) AS {n}_poor"
+    )
+
+
+_VITAL_FIGURES = ", ".join(_vital_columns(v) for v in VITALS)
+
+
+def vitals_by(
+    plan: Plan, facts: Facts, group: str, limit: int, offset: int, order: str
+) -> Statement:
+    """Per value of ``group`` (:data:`VITAL_GROUPS`): the page loads measured ``samples``, and
+    per vital its samples, p75 (linear interpolation between the closest ranks, exact) and
+    the samples good (at most Google's ``good`` threshold) and poor (above ``poor``); ordered
+    by samples or value and paged, with ``total_rows``."""
+    column = VITAL_GROUPS[group]
+    direction = "DESC" if order.startswith("-") else "ASC"
+    by = "value" if order.lstrip("-+") == "value" else "samples"
+    then = "" if by == "value" else ", value"
+    return statement(
+        f"SELECT {column} AS value, count() AS samples, {_VITAL_FIGURES}, "
+        "count() OVER () AS total_rows "
+        f"FROM page_measurements WHERE {measured_where(plan, facts, 'web_vitals')} "
+        f"GROUP BY value ORDER BY {by} {direction}{then} "
+        "LIMIT {limit:UInt32} OFFSET {offset:UInt32}",
+        plan,
+        facts,
+        limit=limit,
+        offset=offset,
+    )
+
+
+def vitals_total(plan: Plan, facts: Facts) -> Statement:
+    """The figures of :func:`vitals_by` over every page load in scope."""
+    return statement(
+        f"SELECT count() AS samples, {_VITAL_FIGURES} "
+        f"FROM page_measurements WHERE {measured_where(plan, facts, 'web_vitals')}",
+        plan,
+        facts,
+    )
+
+
+def vitals_series(plan: Plan, facts: Facts, interval: str) -> Statement:
+    """The figures of :func:`vitals_by` per bucket of ``interval`` (by event time, in the
+    range's time zone, labelled as the time series label them)."""
+    bucket, label = INTERVALS[interval], LABELS[interval]
+    return statement(
+        f"SELECT {label} AS time, * FROM (SELECT {bucket.format(t='ts')} AS bucket, "
+        f"count() AS samples, {_VITAL_FIGURES} "
+        f"FROM page_measurements WHERE {measured_where(plan, facts, 'web_vitals')} "
+        "GROUP BY bucket)",
+        plan,
+        facts,
+    )
+
+
+# outbound links, downloads, 404s --------------------------------------------------------------
+
+#: The breakdown kinds over ``report_events``: event name and the value each row is of.
+CLICK_KINDS = {
+    "outbound": ("outbound", "properties['url']"),
+    "download": ("download", "properties['url']"),
+    "404": ("404", "path"),
+}
+
+
+def clicks(plan: Plan, facts: Facts, kind: str, limit: int, offset: int, order: str) -> Statement:
+    """Per target (the link's URL; for ``404`` the page): its events ``events`` and distinct
+    visitors, of the events of the kind that pass the filters, ordered and paged, with
+    ``total_rows``."""
+    name, value = CLICK_KINDS[kind]
+    by = order.lstrip("-+")
+    direction = "DESC" if order.startswith("-") else "ASC"
+    then = "" if by == "value" else ", value"
+    return statement(
+        f"SELECT {value} AS value, count() AS events, uniqExact(visitor_id) AS visitors, "
+        "count() OVER () AS total_rows "
+        f"FROM report_events WHERE {events_where(plan, facts)} AND name = {{kind_name:String}} "
+        f"GROUP BY value ORDER BY {by} {direction}{then} "
+        "LIMIT {limit:UInt32} OFFSET {offset:UInt32}",
+        plan,
+        facts,
+        kind_name=name,
+        limit=limit,
+        offset=offset,
+    )
+
+
+def not_found_referrers(plan: Plan, facts: Facts, paths: Sequence[str], per_page: int) -> Statement:
+    """For each 404 page of ``paths``: its referrers (``''``: none) with their events, the
+    ``per_page`` most frequent."""
+    return statement(
+        "SELECT path, referrer, count() AS events FROM report_events "
+        f"WHERE {events_where(plan, facts)} AND name = '404' AND path IN {{paths:Array(String)}} "
+        "GROUP BY path, referrer ORDER BY path, events DESC, referrer "
+        "LIMIT {per_page:UInt32} BY path",
+        plan,
+        facts,
+        paths=list(paths),
+        per_page=per_page,
+    )
