@@ -54,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         completion,
         deploy,
         events,
+        lake,
         metrics,
         projects,
         serve,
@@ -91,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     events.register(sub)
     deploy.register(sub)
     backup.register(sub)
+    lake.register(sub)
     completion.register(sub, parser)
     return parser
 
