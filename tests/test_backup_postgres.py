@@ -5,6 +5,7 @@ database (svc.backup.postgres). Each test database is its own, made and dropped 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +23,7 @@ def databases() -> Iterator[tuple[str, str]]:
     """Two new, empty databases (source, target) on the test PostgreSQL server."""
     url = make_url(postgres_url())
     admin = url.set(drivername="postgresql").render_as_string(hide_password=False)
-    names = ["svc_backup_src", "svc_backup_dst"]
+    names = [f"svc_backup_src_{os.getpid()}", f"svc_backup_dst_{os.getpid()}"]
     with psycopg.connect(admin, autocommit=True) as conn:
         for name in names:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

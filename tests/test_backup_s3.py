@@ -166,7 +166,7 @@ def test_scheduled_backups_run_and_keep_n(s3: S3Server, tmp_path: Path) -> None:
     env = {
         **s3.env("BACKUP"),
         "SVC_BACKUP_TO": f"s3://{BUCKET}/sched",
-        "SVC_BACKUP_SCHEDULE": "1s",
+        "SVC_BACKUP_SCHEDULE": "0.5s",
         "SVC_BACKUP_KEEP": "2",
         "SVC_BACKUP_FULL_EVERY": "1",  # full, differential, full, ...
     }
@@ -179,7 +179,7 @@ def test_scheduled_backups_run_and_keep_n(s3: S3Server, tmp_path: Path) -> None:
             headers={"User-Agent": BROWSER_UA},
         )
         deadline = time.monotonic() + 60
-        while srv.health()["backups"]["taken"] < 4 and time.monotonic() < deadline:
+        while srv.health()["backups"]["taken"] < 3 and time.monotonic() < deadline:
             time.sleep(0.2)
     finally:
         srv.stop()
