@@ -21,6 +21,13 @@
 
 The generated directory is kept for the next run (``--data-dir``; ``--regenerate`` to force).
 
+``--extensions`` makes a project whose pages load the script's extensions (issue 20): of the
+events after a session's first, 30 % are ``engagement`` (its time and scroll depth), 12 %
+``web_vitals`` (all five vitals, spread across Google's thresholds), 2 % ``outbound``, 1 %
+``download`` and 0.5 % ``404`` (from 200, 50, 30 and 100 distinct targets and pages), the page
+views and custom events taking the rest in their usual proportion; and times the reports of
+those events too (:data:`EXTENSION_ENDPOINTS`), which are not in the default list.
+
 Run: ``.venv/bin/python bench/query_bench.py --events 10000000 --data-dir /tmp/svc-bench-10m``
 """
 
@@ -136,8 +143,58 @@ def _sq(values: list[str]) -> str:
     return "[" + ",".join("'" + v.replace("'", "\\'") + "'" for v in values) + "]"
 
 
-def generation_sql(events: int, days: int, end: datetime) -> tuple[str, dict[str, Any]]:
-    """One INSERT ... SELECT that writes ``events`` rows ending at ``end`` (UTC)."""
+#: With ``--extensions``: per 1000 events after a session's first, the extensions' events (the
+#: rest are page views and custom events, 85 : 15 as without).
+EXTENSION_SHARES = (("engagement", 300), ("web_vitals", 120), ("outbound", 20), ("download", 10),
+                    ("404", 5))  # fmt: skip
+
+
+def _event_name(extensions: bool) -> str:
+    """The SQL of an event's name (``h``: a uniform number of 0-999 per event)."""
+    plain = (
+        "if(k = 0 OR cityHash64(s, k, 'kind') % 100 < 85, 'page_view', "
+        f"{_sq(CUSTOM_EVENTS)}[1 + cityHash64(s, k, 'ev') % {len(CUSTOM_EVENTS)}])"
+    )
+    if not extensions:
+        return plain
+    cases, edge = [], 0
+    for name, share in EXTENSION_SHARES:
+        edge += share
+        cases.append(f"k > 0 AND cityHash64(s, k, 'ext') % 1000 < {edge}, '{name}'")
+    return f"multiIf({', '.join(cases)}, {plain})"
+
+
+def _properties(extensions: bool) -> str:
+    """The SQL of an event's properties by its ``name``."""
+    custom = (
+        "map('plan', ['free', 'pro', 'team'][1 + cityHash64(s, k, 'plan') % 3], "
+        "'value', toString(cityHash64(s, k, 'value') % 200))"
+    )
+    if not extensions:
+        return f"if(name = 'page_view', map(), {custom})"
+
+    def u(key: str, top: int) -> str:
+        return f"toString(cityHash64(s, k, '{key}') % {top})"
+
+    return (
+        "multiIf(name = 'page_view' OR name = '404', map(), "
+        f"name = 'engagement', map('engaged_ms', {u('eng', 300000)}, 'scroll_pct', "
+        f"{u('scroll', 101)}), "
+        f"name = 'web_vitals', map('lcp', {u('lcp', 6000)}, 'fcp', {u('fcp', 4000)}, "
+        f"'ttfb', {u('ttfb', 2500)}, 'inp', {u('inp', 700)}, "
+        "'cls', toString(round((cityHash64(s, k, 'cls') % 400) / 1000, 3))), "
+        "name = 'outbound', map('url', concat('https://partner', "
+        f"{u('out', 200)}, '.example.org/')), "
+        "name = 'download', map('url', concat('https://example.com/files/f', "
+        f"{u('dl', 50)}, '.pdf')), {custom})"
+    )
+
+
+def generation_sql(
+    events: int, days: int, end: datetime, extensions: bool = False
+) -> tuple[str, dict[str, Any]]:
+    """One INSERT ... SELECT that writes ``events`` rows ending at ``end`` (UTC); with
+    ``extensions``, shares of the browser script's extensions' events among them."""
     sessions = max(1, int(events / 3.3) + 1000)
     span_ms = days * 86_400_000
     start_ms = int((end - timedelta(days=days)).timestamp() * 1000)
@@ -167,9 +224,7 @@ SELECT
     if(k = 0, channel, 'direct'),
     if(k = 0, utm_source, ''), if(k = 0, utm_medium, ''),
     if(k = 0 AND src_i = 10, concat('weekly-', toString(s % 30)), ''), '', '', '',
-    if(name = 'page_view', map(),
-       map('plan', ['free', 'pro', 'team'][1 + cityHash64(s, k, 'plan') % 3],
-           'value', toString(cityHash64(s, k, 'value') % 200))),
+    {_properties(extensions)},
     {_sq([b[0] for b in BROWSERS])}[br_i], {_sq([b[1] for b in BROWSERS])}[br_i],
     {_sq([o[0] for o in SYSTEMS])}[os_i], {_sq([o[1] for o in SYSTEMS])}[os_i],
     {_sq([o[2] for o in SYSTEMS])}[os_i], {_arr([o[3] for o in SYSTEMS])}[os_i],
@@ -180,9 +235,9 @@ FROM
         fromUnixTimestamp64Milli(toInt64(
             {start_ms} + day * 86400000 + sec_of_day * 1000 + k * 45000
             + cityHash64(s, k, 'gap') % 30000), 'UTC') AS ts,
-        if(k = 0 OR cityHash64(s, k, 'kind') % 100 < 85, 'page_view',
-           {_sq(CUSTOM_EVENTS)}[1 + cityHash64(s, k, 'ev') % {len(CUSTOM_EVENTS)}]) AS name,
-        page_of(s, k) AS path,
+        {_event_name(extensions)} AS name,
+        if(name = '404', concat('/old/page-', toString(cityHash64(s, k, '404') % 30)),
+           page_of(s, k)) AS path,
         page_of(s, k - 1) AS prev_path,
         {_sq(src["source"])}[src_i] AS source0,
         if(src_i = 0, concat('blog', toString(cityHash64(s, 'blog') % 300), '.example.net'),
@@ -229,7 +284,7 @@ LIMIT {events}
     return sql, {}
 
 
-def generate(data_dir: Path, events: int, days: int) -> dict[str, Any]:
+def generate(data_dir: Path, events: int, days: int, extensions: bool = False) -> dict[str, Any]:
     """Make the data directory: project via the server, events via EventStore + SQL."""
     from svc.settings import Settings
     from svc.storage.events import EventStore
@@ -241,7 +296,7 @@ def generate(data_dir: Path, events: int, days: int) -> dict[str, Any]:
     with server:
         project = server.create_project("bench")
     end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
-    sql, _ = generation_sql(events, days, end)
+    sql, _ = generation_sql(events, days, end, extensions)
     store = EventStore(Settings(data_dir=data_dir))
     started = time.perf_counter()
     store.client.command(
@@ -279,6 +334,7 @@ def generate(data_dir: Path, events: int, days: int) -> dict[str, Any]:
         "sessions": int(sessions),
         "visitors": int(visitors),
         "days": days,
+        "extensions": extensions,
         "end": end.isoformat(),
         "parts": int(parts),
         "bytes_on_disk": int(size),
@@ -386,18 +442,54 @@ def endpoints(days: int, end_day: str, start_day: str) -> list[tuple[str, str]]:
     ]
 
 
+def extension_endpoints(days: int, end_day: str, start_day: str) -> list[tuple[str, str]]:
+    """The reports of the script's extensions (timed with ``--extensions``)."""
+    rng = {"from": start_day, "to": end_day}
+
+    def q(path: str, **params: str) -> str:
+        return path + "?" + urllib.parse.urlencode({**rng, **params})
+
+    return [
+        ("breakdown by engagement", q("/metrics/breakdown", by="engagement")),
+        ("metrics, engaged duration", q("/metrics", duration="engaged")),
+        ("breakdown by outbound", q("/metrics/breakdown", by="outbound")),
+        ("breakdown by download", q("/metrics/breakdown", by="download")),
+        ("breakdown by 404", q("/metrics/breakdown", by="404")),
+        ("vitals", q("/metrics/vitals")),
+        ("vitals by day", q("/metrics/vitals", interval="day")),
+        ("breakdown by vitals:page", q("/metrics/breakdown", by="vitals:page")),
+        ("breakdown by vitals:device", q("/metrics/breakdown", by="vitals:device")),
+        ("breakdown by vitals:country", q("/metrics/breakdown", by="vitals:country")),
+        (
+            "breakdown by engagement, filter country is DE",
+            q("/metrics/breakdown", by="engagement", filter="country:is:DE"),
+        ),
+        (
+            "vitals, filter page contains /blog",
+            q("/metrics/vitals", filter="page:contains:/blog"),
+        ),
+    ]
+
+
 def run(
-    data_dir: Path, events: int, days: int, runs: int, regenerate: bool, only: str = ""
+    data_dir: Path,
+    events: int,
+    days: int,
+    runs: int,
+    regenerate: bool,
+    only: str = "",
+    extensions: bool = False,
 ) -> QueryReport:
     marker = data_dir / MARKER
     info: dict[str, Any] | None = None
     if marker.exists() and not regenerate:
         info = json.loads(marker.read_text())
-        if info.get("events") != events and info.get("requested") != events:
+        other_size = info.get("events") != events and info.get("requested") != events
+        if other_size or bool(info.get("extensions")) != extensions:
             info = None
     if info is None:
         print(f"generating {events:,} events over {days} days in {data_dir} ...", flush=True)
-        info = generate(data_dir, events, days)
+        info = generate(data_dir, events, days, extensions)
         info["requested"] = events
         marker.write_text(json.dumps(info, indent=2))
         print(
@@ -413,7 +505,9 @@ def run(
     server.start()
     report = QueryReport(info, server.startup_s, 0.0)
     try:
-        for name, path in endpoints(info["days"], last_day.isoformat(), first_day.isoformat()):
+        span = (info["days"], last_day.isoformat(), first_day.isoformat())
+        timed = endpoints(*span) + (extension_endpoints(*span) if extensions else [])
+        for name, path in timed:
             if only and only not in name:
                 continue
             if "hour" in name:
@@ -455,8 +549,21 @@ def main(argv: list[str] | None = None) -> QueryReport:
     p.add_argument("--regenerate", action="store_true")
     p.add_argument("--only", default="", help="time only the queries whose name has this")
     p.add_argument("--json", metavar="FILE")
+    p.add_argument(
+        "--extensions",
+        action="store_true",
+        help="a project with the script's extensions' events, and their reports timed too",
+    )
     args = p.parse_args(argv)
-    report = run(args.data_dir, args.events, args.days, args.runs, args.regenerate, args.only)
+    report = run(
+        args.data_dir,
+        args.events,
+        args.days,
+        args.runs,
+        args.regenerate,
+        args.only,
+        args.extensions,
+    )
     print(f"start-up to a healthy /health with this store: {report.startup_s:.2f} s")
     print(
         f"server RSS after the queries: {report.rss_mb_after:.0f} MB, "
