@@ -29,12 +29,19 @@ class Operations:
             self._tasks.append(asyncio.create_task(self.backups.run(), name="backups"))
 
     async def stop(self) -> None:
+        """Stop the loops; a lake pass ends after its current day and a scheduled backup
+        under way is waited for, so neither is cut off in a thread (before the runtime, and
+        its store, stop)."""
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
+        if self.lake is not None:
+            await self.lake.finish()
+        if self.backups is not None:
+            await self.backups.finish()
 
     def status(self) -> dict[str, Any]:
         """``lake`` and ``backups`` of /health (null: not configured)."""

@@ -11,6 +11,7 @@ disk or a refused bucket would not be better a second later).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import time
@@ -94,6 +95,7 @@ class BackupSchedule:
         self.last_error: str | None = None
         self.last_error_at: float | None = None
         self.next_at: datetime | None = None
+        self._current: asyncio.Future[dict[str, Any]] | None = None
 
     def _complete(self) -> list[dict[str, Any]]:
         if is_s3(self.to):
@@ -143,8 +145,11 @@ class BackupSchedule:
             self.next_at = self.schedule.next_after(now)
             await asyncio.sleep(max(0.0, (self.next_at - now).total_seconds()))
             started = time.monotonic()
+            # shielded: a stop waits for a backup under way (finish) instead of cutting it
+            # off while the store's BACKUP runs in a thread
+            self._current = asyncio.ensure_future(self.take_one())
             try:
-                manifest = await self.take_one()
+                manifest = await asyncio.shield(self._current)
             except asyncio.CancelledError:
                 raise
             except Conflict:  # an svcm backup is under way: that one counts
@@ -160,6 +165,12 @@ class BackupSchedule:
             self.last_name = str(manifest["name"])
             self.last_success_at = time.time()
             self.last_seconds = round(time.monotonic() - started, 3)
+
+    async def finish(self) -> None:
+        """Wait for the scheduled backup under way, if any (at the service's stop)."""
+        if self._current is not None and not self._current.done():
+            with contextlib.suppress(Exception):
+                await self._current
 
     def status(self) -> dict[str, Any]:
         """For /health."""

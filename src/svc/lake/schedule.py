@@ -20,6 +20,7 @@ events were deleted from the store (retention) are never looked at again: the la
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -62,6 +63,8 @@ class Lake:
         #: (project, day) -> the receivedThroughMs of its manifest in the lake
         self.written: dict[tuple[str, date], int] = {}
         self._writing = threading.Lock()  # one day written at a time (a pass, svcm lake)
+        self._stopping = threading.Event()  # set by finish(): the pass stops between days
+        self._pass: asyncio.Future[list[dict[str, Any]]] | None = None
         self._since_ms: int | None = None  # the previous complete pass's watermark
         self._last_due: date | None = None  # the last day due then
         # for /health and /internal/metrics
@@ -96,6 +99,9 @@ class Lake:
         written: list[dict[str, Any]] = []
         failed = False
         for project_id, day_value, _count, newest in self.store.query(stmt.sql, stmt.params):
+            if self._stopping.is_set():
+                failed = True  # the next start looks at every day again
+                break
             key = (str(project_id), _as_date(day_value))
             if key not in self.written and first:
                 manifest = writer.read_manifest(self.place, *key)
@@ -171,13 +177,25 @@ class Lake:
     async def run(self) -> None:
         """Passes every ``interval_seconds`` until cancelled."""
         while True:
+            # the watermark is read here, on the event loop, where it changes
+            self._pass = asyncio.ensure_future(asyncio.to_thread(self.run_pass, self.watermark()))
             try:
-                # the watermark is read here, on the event loop, where it changes
-                await asyncio.to_thread(self.run_pass, self.watermark())
+                # shielded: a stop lets the pass end between two days (finish), never cuts
+                # a thread off while it writes
+                await asyncio.shield(self._pass)
+            except asyncio.CancelledError:
+                raise
             except Exception as exc:  # the store or the lake may be down: try again later
                 self._since_ms = None
                 self._failed(f"{type(exc).__name__}: {exc}")
             await asyncio.sleep(self.interval_seconds)
+
+    async def finish(self) -> None:
+        """Stop: the pass under way ends after the day it is writing; wait for it."""
+        self._stopping.set()
+        if self._pass is not None and not self._pass.done():
+            with contextlib.suppress(Exception):
+                await self._pass
 
     def status(self) -> dict[str, Any]:
         """The lake's state, for /health."""
