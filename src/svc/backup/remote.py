@@ -128,7 +128,7 @@ async def _take_to_s3(runtime: Runtime, place: S3Place, *, keep: int | None, ful
         manifest = await take_parts(runtime, staging, name, base, events_to, events_base)
         await asyncio.to_thread(_upload, place, staging, name)
         manifest["seconds"] = round(time.monotonic() - started, 3)
-        manifest["bytes"] = await asyncio.to_thread(_size, place, name)
+        manifest["bytes"] = await asyncio.to_thread(place.size, f"{name}/")
         manifest["location"] = f"{place.url.rstrip('/')}/{name}"
         data = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
         await asyncio.to_thread(place.put_bytes, f"{name}/{catalog.MANIFEST}", data)
@@ -149,11 +149,6 @@ def _upload(place: S3Place, staging: Path, name: str) -> None:
     for path in sorted(staging.rglob("*")):
         if path.is_file():
             place.put_file(f"{name}/{path.relative_to(staging)}", path)
-
-
-def _size(place: S3Place, name: str) -> int:
-    pages = place._list(f"{name}/")
-    return sum(int(o["Size"]) for page in pages for o in page.get("Contents", []))
 
 
 def download(url: str, settings: Settings, into: Path) -> Path:

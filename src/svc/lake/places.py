@@ -149,6 +149,9 @@ class LocalPlace:
 
     def delete_prefix(self, prefix: str) -> int:
         base = self._path(prefix)
+        if base.is_file():
+            base.unlink()
+            return 1
         if not base.exists():
             return 0
         n = sum(1 for p in base.rglob("*") if p.is_file())
@@ -257,17 +260,17 @@ class S3Place:
 
     def children(self, prefix: str) -> list[str]:
         full = self._key(prefix)
-        names = {
-            str(p["Prefix"])[len(full) :].strip("/")
-            for page in self._list(prefix, "/")
-            for p in page.get("CommonPrefixes", [])
-        }
-        names |= {
-            str(o["Key"])[len(full) :]
-            for page in self._list(prefix, "/")
-            for o in page.get("Contents", [])
-        }
+        names: set[str] = set()
+        for page in self._list(prefix, "/"):
+            names |= {
+                str(p["Prefix"])[len(full) :].strip("/") for p in page.get("CommonPrefixes", [])
+            }
+            names |= {str(o["Key"])[len(full) :] for o in page.get("Contents", [])}
         return sorted(n for n in names if n)
+
+    def size(self, prefix: str) -> int:
+        """The bytes of the objects under ``prefix``."""
+        return sum(int(o["Size"]) for page in self._list(prefix) for o in page.get("Contents", []))
 
     def delete_prefix(self, prefix: str) -> int:
         keys = [self._key(k) for k in self.keys(prefix)]
