@@ -5,7 +5,9 @@ The file holds the day's events received before the writer's watermark ``through
 columns of GET /export (the same statement, written by the store's own Parquet writer, as
 GET /export?format=parquet is), in a total order (:data:`svc.queries.sql.lake.LAKE_ORDER`):
 the same events give the same bytes (measured: three writes of a 1M-event day, one SHA-256),
-for the same svc and store version (the file names its writer: ``created_by``).
+for the same svc and store version (the file names its writer: ``created_by``). On a
+ClickHouse server (``SVC_CLICKHOUSE_URL``) the server's Parquet answer is streamed into the
+file, as GET /export streams it (not tested here: no server on this machine).
 """
 
 from __future__ import annotations
@@ -73,10 +75,14 @@ def write_day(
     work_dir.mkdir(parents=True, exist_ok=True)
     path = work_dir / f"lake-{uuid.uuid4().hex}.parquet"
     try:
-        stmt = sql.into_parquet_file(
-            lake_sql.lake_day_events(project_id, day, through), str(path.resolve())
-        )
-        store.export_command(stmt.sql, stmt.params)
+        events = lake_sql.lake_day_events(project_id, day, through)
+        if store.streams_results:  # a ClickHouse server: its Parquet answer, streamed
+            with path.open("wb") as file:
+                for chunk in store.stream_raw(events.sql, events.params, "Parquet"):
+                    file.write(chunk)
+        else:  # the embedded store writes the file itself, as GET /export's Parquet does
+            stmt = sql.into_parquet_file(events, str(path.resolve()))
+            store.export_command(stmt.sql, stmt.params)
         digest, size = _sha256(path)
         prefix = day_prefix(project_id, day)
         place.put_file(prefix + FILE, path)
