@@ -18,6 +18,7 @@ import {
 } from "./dates";
 import { FilterBar } from "./filterbar";
 import { DevicesPanel, EventsPanel, LocationsPanel, PagesPanel, SourcesPanel } from "./panels";
+import { EngagementPanel, LinksPanel, VitalsPanel } from "./measurements";
 import { ErrorsPanel, FunnelPanel, GoalsPanel, RevenuePanel } from "./reports";
 import { Realtime } from "./realtime";
 import { ShareDialog } from "./share";
@@ -356,6 +357,9 @@ function Dashboard(props: { session: Session; onSignOut: (() => void) | null }):
           <FunnelPanel />
           <RevenuePanel />
           <ErrorsPanel />
+          <EngagementPanel />
+          <VitalsPanel />
+          <LinksPanel />
         </div>
       </main>
       <footer class="foot">svc · cookie-free analytics · times in {tz}</footer>

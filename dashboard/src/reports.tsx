@@ -23,7 +23,7 @@ function rate(v: string | number): string {
   return typeof v === "string" ? v : pct(v);
 }
 
-function useHidden(...errors: (ApiError | null)[]): boolean {
+export function useHidden(...errors: (ApiError | null)[]): boolean {
   const [hidden, setHidden] = useState(false);
   const missing = errors.some((e) => e?.missing);
   useEffect(() => {
@@ -32,7 +32,7 @@ function useHidden(...errors: (ApiError | null)[]): boolean {
   return hidden || missing;
 }
 
-function Report(props: {
+export function Report(props: {
   id: string;
   title: string;
   actions?: ComponentChildren;
@@ -55,7 +55,7 @@ function Report(props: {
 }
 
 /** Rows of (label, numbers) as filter buttons, with a bar for the first number. */
-function SimpleRows(props: {
+export function SimpleRows(props: {
   head: string[];
   rows: { key: string; label: string; nums: string[]; bar: number; filter: Filter | null }[];
 }): JSX.Element {
@@ -105,7 +105,7 @@ function SimpleRows(props: {
   );
 }
 
-function Body<T>(props: {
+export function Body<T>(props: {
   data: Loaded<T>;
   empty: (d: T) => boolean;
   emptyText?: ComponentChildren;

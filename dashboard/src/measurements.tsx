@@ -1,0 +1,192 @@
+// The reports of the browser script's extensions (docs/api.md, "Page measurements"): engaged
+// time and scroll depth per page, outbound links, downloads, 404s and Web Vitals. A report
+// whose endpoint this server does not have (404) is not shown.
+
+import type { JSX } from "preact";
+import { useData, useQuery } from "./context";
+import { num } from "./format";
+import { Body, Report, SimpleRows, useHidden } from "./reports";
+
+interface EngagementRow {
+  value: string;
+  visitors: number;
+  pageviews: number;
+  engagedVisits: number;
+  medianEngagedMs: number | null;
+  meanEngagedMs: number | null;
+  scrollDepth: Record<string, string>;
+}
+
+interface TargetRow {
+  value: string;
+  visitors: number;
+  events: number;
+  referrers?: { value: string; events: number }[];
+}
+
+interface Rows<T> {
+  by: string;
+  rows: T[];
+  totalRows: number;
+}
+
+interface VitalFigures {
+  samples: number;
+  p75: number | null;
+  good: string;
+  needsImprovement: string;
+  poor: string;
+}
+
+type VitalName = "lcp" | "inp" | "cls" | "fcp" | "ttfb";
+
+type VitalsAnswer = { samples: number } & Record<VitalName, VitalFigures>;
+
+const VITALS: { name: VitalName; label: string; unit: string }[] = [
+  { name: "lcp", label: "Largest contentful paint", unit: "ms" },
+  { name: "inp", label: "Interaction to next paint", unit: "ms" },
+  { name: "cls", label: "Cumulative layout shift", unit: "" },
+  { name: "fcp", label: "First contentful paint", unit: "ms" },
+  { name: "ttfb", label: "Time to first byte", unit: "ms" },
+];
+
+function seconds(ms: number | null): string {
+  if (ms === null) return "–";
+  return ms < 60_000
+    ? `${(ms / 1000).toFixed(1)} s`
+    : `${Math.floor(ms / 60_000)} m ${Math.round((ms % 60_000) / 1000)} s`;
+}
+
+function share(text: string | undefined): number {
+  return text ? parseFloat(text) : 0;
+}
+
+export function EngagementPanel(): JSX.Element | null {
+  const { base } = useQuery();
+  const data = useData<Rows<EngagementRow>>("/metrics/breakdown", [
+    ...base,
+    ["by", "engagement"],
+    ["limit", "8"],
+  ]);
+  if (useHidden(data.error)) return null;
+  return (
+    <Report id="engagement" title="Engagement">
+      <Body
+        data={data}
+        empty={(d) => !d.rows.some((r) => r.engagedVisits > 0)}
+        emptyText="No engagement measured in this range (the engagement extension of the script)."
+      >
+        {(d) => (
+          <SimpleRows
+            head={["Page", "Median engaged", "Scrolled 75 %"]}
+            rows={d.rows.map((r) => ({
+              key: r.value,
+              label: r.value,
+              nums: [seconds(r.medianEngagedMs), r.scrollDepth["75"] ?? "0.0%"],
+              bar: r.medianEngagedMs ?? 0,
+              filter: { dim: "page", op: "is", value: r.value },
+            }))}
+          />
+        )}
+      </Body>
+    </Report>
+  );
+}
+
+function TargetRows(props: { by: string; head: string; empty: string }): JSX.Element | null {
+  const { base } = useQuery();
+  const data = useData<Rows<TargetRow>>("/metrics/breakdown", [...base, ["by", props.by], ["limit", "6"]]);
+  if (useHidden(data.error)) return null;
+  return (
+    <div data-report={props.by}>
+      <Body data={data} empty={(d) => d.rows.length === 0} emptyText={props.empty}>
+        {(d) => (
+          <SimpleRows
+            head={[props.head, "Visitors", "Events"]}
+            rows={d.rows.map((r) => ({
+              key: r.value,
+              label:
+                props.by === "404" && r.referrers?.length
+                  ? `${r.value} ← ${r.referrers[0].value || "(no referrer)"}`
+                  : r.value,
+              nums: [num(r.visitors), num(r.events)],
+              bar: r.events,
+              filter:
+                props.by === "404"
+                  ? { dim: "page", op: "is", value: r.value }
+                  : { dim: "prop:url", op: "is", value: r.value },
+            }))}
+          />
+        )}
+      </Body>
+    </div>
+  );
+}
+
+export function LinksPanel(): JSX.Element {
+  return (
+    <Report id="links" title="Outbound links, downloads, 404s">
+      <div class="split">
+        <TargetRows by="outbound" head="Outbound link" empty="No outbound clicks in this range." />
+        <TargetRows by="download" head="Download" empty="No downloads in this range." />
+        <TargetRows by="404" head="Page not found ← referrer" empty="No 404s in this range." />
+      </div>
+    </Report>
+  );
+}
+
+/** A stacked bar of the good / needs improvement / poor shares of one vital. */
+function ShareBar(props: { figures: VitalFigures }): JSX.Element {
+  const f = props.figures;
+  const parts: [string, string][] = [
+    ["good", f.good],
+    ["needs-improvement", f.needsImprovement],
+    ["poor", f.poor],
+  ];
+  return (
+    <span
+      class="vital-bar"
+      role="img"
+      aria-label={`good ${f.good}, needs improvement ${f.needsImprovement}, poor ${f.poor}`}
+    >
+      {parts.map(([cls, text]) => (
+        <span key={cls} class={`vital-${cls}`} style={{ width: `${share(text)}%` }} />
+      ))}
+    </span>
+  );
+}
+
+export function VitalsPanel(): JSX.Element | null {
+  const { base } = useQuery();
+  const data = useData<VitalsAnswer>("/metrics/vitals", base);
+  if (useHidden(data.error)) return null;
+  return (
+    <Report id="vitals" title="Web Vitals (p75)">
+      <Body
+        data={data}
+        empty={(d) => d.samples === 0}
+        emptyText="No Web Vitals measured in this range (the vitals extension of the script)."
+      >
+        {(d) => (
+          <ul class="plain vitals">
+            {VITALS.map((v) => {
+              const f = d[v.name];
+              return (
+                <li key={v.name} class="vital" data-vital={v.name}>
+                  <span class="vital-name" title={v.label}>
+                    {v.name.toUpperCase()}
+                  </span>
+                  <span class="num" data-testid="p75">
+                    {f.p75 === null ? "–" : v.unit ? `${num(Math.round(f.p75))} ${v.unit}` : f.p75.toFixed(3)}
+                  </span>
+                  <ShareBar figures={f} />
+                  <span class="num vital-good">{f.good}</span>
+                </li>
+              );
+            })}
+          </ul>
+        )}
+      </Body>
+    </Report>
+  );
+}

@@ -1,0 +1,60 @@
+"""The extensions' panels of the dashboard (engagement, Web Vitals, outbound links, downloads,
+404s) in real headless Chromium against the real server: what they show is what the API says,
+and a row filters the page."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from tests.dashboard.test_dashboard_browser import api, eventually, last_7_days, rows, sign_in
+from tests.support import Server
+from tests.test_page_measurements import GITHUB, REPORTS
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def measured(server: Server) -> dict[str, Any]:
+    p = server.create_project("dash-measure-" + uuid.uuid4().hex[:8], domains=["acme.test"])
+    r = server.send(p["keys"]["secret"], REPORTS)
+    assert r.status_code == 200 and r.json()["accepted"] == len(REPORTS), r.text
+    server.wait_loaded()
+    return p
+
+
+def test_the_extensions_panels_show_what_the_api_says(
+    page: Any, dashboard_url: str, server: Server, measured: dict[str, Any]
+) -> None:
+    key = measured["keys"]["secret"]
+    sign_in(page, dashboard_url, key, "?period=7d")
+    frm, to = last_7_days("UTC")
+    params = [("from", frm), ("to", to)]
+
+    vitals = api(server, key, "/metrics/vitals", params)
+    lcp = page.locator("[data-panel=vitals] [data-vital=lcp]")
+    eventually(
+        lambda: lcp.locator("[data-testid=p75]").inner_text(), f"{vitals['lcp']['p75']:,.0f} ms"
+    )
+    assert vitals["lcp"]["good"] in lcp.inner_text()
+    assert page.locator("[data-panel=vitals] [data-vital=cls] [data-testid=p75]").inner_text() == (
+        f"{vitals['cls']['p75']:.3f}"
+    )
+
+    engagement = api(
+        server, key, "/metrics/breakdown", [*params, ("by", "engagement"), ("limit", "8")]
+    )
+    pages = [r["value"] for r in engagement["rows"]]
+    eventually(lambda: [v for v, _ in rows(page, "engagement")], pages)
+    first = page.locator("[data-panel=engagement] button.row").first
+    assert engagement["rows"][0]["scrollDepth"]["75"] in first.inner_text()
+
+    outbound = page.locator("[data-panel=links] [data-report=outbound] button.row")
+    eventually(lambda: outbound.first.get_attribute("data-value"), GITHUB)
+    assert page.locator("[data-panel=links] [data-report='404'] button.row").count() == 2
+
+    # a click on an outbound link's row filters the page by it
+    outbound.first.click()
+    eventually(lambda: "prop:url:is:" in page.url or "prop%3Aurl" in page.url, True)
