@@ -126,6 +126,7 @@ UNITS: tuple[Unit, ...] = (
             "ingestion",
             "lake",
             "limits",
+            "mail",
             "meta",
             "projects",
             "queries",

@@ -33,6 +33,7 @@ from svc.http.backup import ROUTES as BACKUP_ROUTES
 from svc.http.common import error_response, json_response
 from svc.http.lake import ROUTES as LAKE_ROUTES
 from svc.http.logs import show_generated_admin_token
+from svc.http.mail import ROUTES as MAIL_ROUTES
 from svc.http.observe import RequestStats
 from svc.http.openapi import openapi_document
 from svc.http.script import serve_script
@@ -92,6 +93,7 @@ def create_app(settings: Settings) -> Starlette:
         Route("/projects/{project_id}/keys", projects.create_key, methods=["POST"]),
         Route("/projects/{project_id}/keys/{key_id}", projects.revoke_key, methods=["DELETE"]),
         Route("/projects/{project_id}/keys/{key_id}/rotate", projects.rotate_key, methods=["POST"]),
+        *MAIL_ROUTES,  # report and alert subscriptions, unsubscribe, the outbox's state
         *ACCOUNT_ROUTES,  # accounts, teams, invitations, guests, transfers
         Route(
             "/projects/{project_id}/edge-secrets",

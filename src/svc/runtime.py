@@ -77,7 +77,8 @@ class Runtime:
         self.rollup_runs, self.rollup_seconds_total, self.rollup_last_seconds = 0, 0.0, 0.0
         self.rollup_failures = 0
         self._lock_fd: int | None = None
-        self.mail = MailService(settings, self.meta, self.store)  # outbox, reports, alerts
+        # the outbox, email reports and traffic alerts (svc.mail)
+        self.mail = MailService(settings, self.meta, self.store, self.loaded_through_ms)
 
     def _segment_ready(self) -> None:
         self.loader.notify()

@@ -19,6 +19,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from svc import __version__
 from svc.http.accounts_doc import ACCOUNT_TYPES, account_paths
+from svc.http.mail import openapi_paths as mail_paths
 from svc.http.projects import NAME as PROJECT_NAME
 from svc.queries.breakdown import MAX_OFFSET
 from svc.queries.filters import OPERATORS
@@ -946,6 +947,7 @@ def _paths(settings: Settings) -> dict[str, Any]:
             },
         },
         **_projects(settings, secured),
+        **mail_paths(settings, secured, _errors, _param),  # svc.http.mail
         **account_paths(settings, secured, (_errors, _json, _param, _ref)),  # accounts_doc
         **_pages(settings),
         "/internal/metrics": {

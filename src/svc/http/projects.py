@@ -26,6 +26,8 @@ from svc.ingestion.pipeline import (
     glob_wildcards,
 )
 from svc.limits.plans import QUOTA_OPTION, check_quota_option, guard_quota_option
+from svc.mail.alerts import OPTION as ALERTS_OPTION
+from svc.mail.alerts import check_option as check_alerts_option
 from svc.projects import ProjectService
 from svc.queries.dates import parse_zone
 
@@ -275,8 +277,11 @@ def _options(value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise InvalidRequest("`options` must be an object", field="options")
     allowed = {"excludeAddresses", "excludePaths", "onlyOwnDomains", QUOTA_OPTION}
+    allowed.add(ALERTS_OPTION)  # the thresholds of traffic alerts (svc.mail.alerts)
     _reject_unknown(value, allowed, "options.")
     out: dict[str, Any] = {}
+    if ALERTS_OPTION in value:
+        out[ALERTS_OPTION] = check_alerts_option(value[ALERTS_OPTION])
     if QUOTA_OPTION in value:  # the project's own monthly quota (admin only; svc.limits.plans)
         out[QUOTA_OPTION] = check_quota_option(value[QUOTA_OPTION])
     if "excludeAddresses" in value:

@@ -1,27 +1,57 @@
 """Mail's long-lived part in the runtime: the outbox's worker (when ``SVC_SMTP_URL`` is set)
-and the scheduler of email reports and traffic alerts (which enqueue, so that their mail
-waits in the outbox while mail is off)."""
+and the scheduler of email reports and traffic alerts, which enqueue (so that their mail waits
+in the outbox while mail is off)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+from svc.mail import alerts, scheduler
 from svc.mail.worker import MailWorker
 from svc.meta.store import MetaStore
 from svc.settings import Settings
 from svc.storage.events import EventStore
 
+log = logging.getLogger(__name__)
+
+#: How often the scheduler looks for reports and alerts that are due (s).
+SCHEDULE_S = 60.0
+
 
 class MailService:
-    def __init__(self, settings: Settings, meta: MetaStore, store: EventStore) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        meta: MetaStore,
+        store: EventStore,
+        loaded_through_ms: Callable[[], int] | None = None,
+    ) -> None:
         self.settings = settings
         self.meta = meta
         self.store = store
+        #: A time before which every event received is in the store (Runtime.loaded_through_ms).
+        self.loaded_through_ms = loaded_through_ms or (lambda: 0)
         self.worker = MailWorker(meta, settings) if settings.smtp_url else None
+        self._scheduling: asyncio.Task[None] | None = None
+        self._wake: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def start(self) -> None:
         if self.worker is not None:
             await self.worker.start()
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        self._scheduling = asyncio.create_task(self._schedule(), name="mail-scheduler")
 
     async def stop(self) -> None:
+        if self._scheduling is not None:
+            self._scheduling.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._scheduling
+            self._scheduling = None
         if self.worker is not None:
             await self.worker.stop()
 
@@ -29,3 +59,28 @@ class MailService:
         """Send what the outbox holds now, not at the next poll (from any thread)."""
         if self.worker is not None:
             self.worker.notify()
+
+    def reschedule(self) -> None:
+        """Look for due reports and alerts now (a subscription was added; from any thread)."""
+        if self._loop is not None and self._wake is not None:
+            self._loop.call_soon_threadsafe(self._wake.set)
+
+    async def _schedule(self) -> None:
+        assert self._wake is not None
+        while True:
+            loaded = self.loaded_through_ms()  # read on the event loop, where it changes
+            now = scheduler.utc_now()
+            try:
+                n = await asyncio.to_thread(
+                    scheduler.send_reports, self.settings, self.meta, self.store, now, loaded
+                )
+                n += await asyncio.to_thread(
+                    alerts.check_all, self.settings, self.meta, self.store, now, loaded
+                )
+                if n:
+                    self.notify()
+            except Exception as exc:  # a store down: try again at the next tick
+                log.warning("mail scheduler: %s", exc)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), SCHEDULE_S)
+            self._wake.clear()

@@ -30,6 +30,11 @@ def _m020_mail_outbox(conn: Connection) -> None:
     tables.mail_outbox.create(conn, checkfirst=True)
 
 
+def _m021_mail_subscriptions(conn: Connection) -> None:
+    tables.mail_subscriptions.create(conn, checkfirst=True)
+    tables.mail_alert_state.create(conn, checkfirst=True)
+
+
 def _m050_edge_secrets(conn: Connection) -> None:
     tables.edge_secrets.create(conn, checkfirst=True)
 
@@ -38,6 +43,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial: projects, api_keys, salts, usage", _m001_initial),
     (2, "accounts: accounts, teams, members, sessions, invitations, resets", _m002_accounts),
     (20, "mail: the outbox", _m020_mail_outbox),
+    (21, "mail: report and alert subscriptions, alerts' state", _m021_mail_subscriptions),
     (50, "edge: secrets registered over the API", _m050_edge_secrets),
 ]
 

@@ -13,6 +13,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
 )
 
 metadata = MetaData()
@@ -211,6 +212,29 @@ mail_outbox = Table(
     Column("next_attempt_at", BigInteger, nullable=False),
     Column("sent_at", BigInteger, nullable=True),
     Index("ix_mail_outbox_due", "status", "next_attempt_at"),
+)
+
+mail_subscriptions = Table(
+    "mail_subscriptions",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("project_id", String(64), ForeignKey("projects.id", ondelete="CASCADE"), nullable=False),
+    Column("email", String(320), nullable=False),  # lower case; a member's or anyone's
+    Column("kind", String(16), nullable=False),  # daily, weekly, monthly, alerts
+    Column("token", String(64), nullable=False, unique=True),  # the unsubscribe link's
+    Column("last_period", String(40), nullable=True),  # the last period mailed (or skipped)
+    Column("created_at", BigInteger, nullable=False),
+    UniqueConstraint("project_id", "email", "kind", name="uq_mail_subscriptions"),
+)
+
+mail_alert_state = Table(
+    "mail_alert_state",
+    metadata,
+    Column(
+        "project_id", String(64), ForeignKey("projects.id", ondelete="CASCADE"), primary_key=True
+    ),
+    Column("checked_hour", BigInteger, nullable=False),  # the last hour looked at (ms, UTC)
+    Column("fired_hour", BigInteger, nullable=True),  # the last hour an alert was sent for
 )
 
 # edge secrets (svc.meta.edge_secrets): registered over the API, each scoped to its project ----

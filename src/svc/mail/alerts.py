@@ -1,0 +1,272 @@
+"""Traffic alerts that explain themselves.
+
+The rule (docs/api.md, "Email reports and alerts"): once the last complete UTC hour is in the
+store, its visitors are compared with the **baseline**, the mean of the visitors of the same
+hour on each of the ``baselineDays`` days before (24 h, 48 h, ... earlier). The alert fires
+when
+
+- **spike**: visitors ≥ ``spikeFactor`` × baseline and visitors ≥ ``minVisitors``;
+- **drop**: visitors ≤ ``dropFactor`` × baseline and baseline ≥ ``minVisitors``
+  (``dropFactor`` 0: no drop alerts).
+
+The thresholds are the project's option ``alerts`` (:data:`DEFAULTS` otherwise). The mail says
+which sources, pages and countries account for the change: for each value, its visitors in the
+hour minus its mean in the baseline hours, largest contributions in the direction of the change
+first. Each hour is looked at once per project (state in ``mail_alert_state``), so a project
+gets at most one alert an hour; recipients are the subscriptions of kind ``alerts``, each
+enqueued with the dedupe key ``alert:<project>:<hour>:<email>``.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import urlencode
+from zoneinfo import ZoneInfo
+
+from sqlalchemy import select, update
+
+from svc.errors import InvalidRequest
+from svc.mail import subscriptions
+from svc.mail.outbox import enqueue
+from svc.meta import tables
+from svc.meta.store import MetaStore, Project
+from svc.queries.hourly import BREAKDOWNS, same_hour_visitors
+from svc.settings import Settings
+from svc.storage.events import EventStore
+
+log = logging.getLogger(__name__)
+
+OPTION = "alerts"
+DEFAULTS: dict[str, float] = {
+    "spikeFactor": 3.0,
+    "dropFactor": 0.3,
+    "minVisitors": 10,
+    "baselineDays": 7,
+}
+BOUNDS: dict[str, tuple[float, float]] = {
+    "spikeFactor": (1.1, 1000.0),
+    "dropFactor": (0.0, 0.9),
+    "minVisitors": (1, 1_000_000),
+    "baselineDays": (1, 28),
+}
+TOP = 5
+_state = tables.mail_alert_state
+
+
+def check_option(value: Any) -> dict[str, float]:
+    """The project option ``alerts`` checked (400 naming ``options.alerts.<name>``)."""
+    if not isinstance(value, dict):
+        raise InvalidRequest("`options.alerts` must be an object", field="options.alerts")
+    out: dict[str, float] = {}
+    for name, raw in value.items():
+        where = f"options.alerts.{name}"
+        if name not in BOUNDS:
+            raise InvalidRequest(
+                f"`options.alerts`: unknown {name!r}; use {', '.join(BOUNDS)}", field=where
+            )
+        low, high = BOUNDS[name]
+        if isinstance(raw, bool) or not isinstance(raw, int | float) or not low <= raw <= high:
+            raise InvalidRequest(
+                f"`{where}` must be a number from {low:g} to {high:g}", field=where
+            )
+        if name in ("minVisitors", "baselineDays") and int(raw) != raw:
+            raise InvalidRequest(f"`{where}` must be a whole number", field=where)
+        out[name] = raw
+    return out
+
+
+def thresholds(project: Project) -> dict[str, float]:
+    own = project.options.get(OPTION)
+    return {**DEFAULTS, **(own if isinstance(own, dict) else {})}
+
+
+@dataclass(frozen=True)
+class Contribution:
+    value: str
+    visitors: int
+    baseline: float
+
+    @property
+    def delta(self) -> float:
+        return self.visitors - self.baseline
+
+
+@dataclass(frozen=True)
+class Alert:
+    project: Project
+    hour: datetime  # UTC, its start
+    direction: str  # spike, drop
+    visitors: int
+    baseline: float
+    rule: dict[str, float]
+    causes: dict[str, list[Contribution]] = field(default_factory=dict)  # source, page, country
+
+
+def evaluate(store: EventStore, project: Project, hour: datetime) -> Alert | None:
+    """Whether the hour starting at ``hour`` (UTC) fires an alert, and why (blocking)."""
+    rule = thresholds(project)
+    days = int(rule["baselineDays"])
+    data = same_hour_visitors(store, project.id, hour, days)
+    earlier = [hour - timedelta(days=k) for k in range(1, days + 1)]
+    visitors = data["total"].get(hour, {}).get("", 0)
+    baseline = sum(data["total"].get(h, {}).get("", 0) for h in earlier) / days
+    minimum = rule["minVisitors"]
+    if visitors >= minimum and visitors >= rule["spikeFactor"] * baseline:
+        direction = "spike"
+    elif (
+        rule["dropFactor"] > 0 and baseline >= minimum and visitors <= rule["dropFactor"] * baseline
+    ):
+        direction = "drop"
+    else:
+        return None
+    causes: dict[str, list[Contribution]] = {}
+    for by in BREAKDOWNS:
+        now = data[by].get(hour, {})
+        values = set(now)
+        for h in earlier:
+            values |= set(data[by].get(h, {}))
+        items = [
+            Contribution(
+                v, now.get(v, 0), sum(data[by].get(h, {}).get(v, 0) for h in earlier) / days
+            )
+            for v in values
+        ]
+        sign = 1 if direction == "spike" else -1
+        items = [c for c in items if sign * c.delta > 0]
+        items.sort(key=lambda c: (-sign * c.delta, c.value))
+        causes[by] = items[:TOP]
+    return Alert(project, hour, direction, visitors, baseline, rule, causes)
+
+
+def last_complete_hour(now: datetime) -> datetime:
+    return now.astimezone(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=1)
+
+
+def check_all(
+    settings: Settings, meta: MetaStore, store: EventStore, now: datetime, loaded_through_ms: int
+) -> int:
+    """Look at the last complete hour of each project with alert subscribers, once per hour
+    and project; enqueue the alerts that fire (blocking). Returns the mails enqueued."""
+    from svc.mail.scheduler import base_url, unsubscribe_url
+
+    hour = last_complete_hour(now)
+    hour_ms = int(hour.timestamp() * 1000)
+    if hour_ms + 3600_000 > loaded_through_ms:
+        return 0  # the hour's events may still be on their way
+    by_project: dict[str, list[subscriptions.Subscription]] = {}
+    for sub in subscriptions.list_subscriptions(meta, kinds=("alerts",)):
+        by_project.setdefault(sub.project_id, []).append(sub)
+    sent = 0
+    for project_id, subs in by_project.items():
+        if not _claim_hour(meta, project_id, hour_ms):
+            continue
+        project = meta.find_project(project_id)
+        if project is None:
+            continue
+        try:
+            alert = evaluate(store, project, hour)
+        except Exception:
+            log.exception("alert check of %s at %s", project_id, hour)
+            continue
+        if alert is None:
+            continue
+        log.info("alert: %s %s at %s", project_id, alert.direction, hour.isoformat())
+        for sub in subs:
+            subject, text, body = render(
+                alert, base_url(settings), unsubscribe_url(settings, sub.token)
+            )
+            enqueue(
+                meta,
+                sub.email,
+                subject,
+                text,
+                body,
+                kind="alert",
+                dedupe_key=f"alert:{project_id}:{hour_ms}:{sub.email}",
+            )
+            sent += 1
+        with meta.engine.begin() as conn:
+            conn.execute(
+                update(_state).where(_state.c.project_id == project_id).values(fired_hour=hour_ms)
+            )
+    return sent
+
+
+def _claim_hour(meta: MetaStore, project_id: str, hour_ms: int) -> bool:
+    """Record that this process looks at ``hour_ms`` of the project; False when it was looked
+    at already (by this process or another)."""
+    with meta.engine.begin() as conn:
+        row = conn.execute(select(_state).where(_state.c.project_id == project_id)).first()
+        if row is None:
+            try:
+                with conn.begin_nested():
+                    conn.execute(
+                        _state.insert().values(project_id=project_id, checked_hour=hour_ms)
+                    )
+            except Exception:
+                return False
+            return True
+        if int(row.checked_hour) >= hour_ms:
+            return False
+        result = conn.execute(
+            update(_state)
+            .where(_state.c.project_id == project_id, _state.c.checked_hour == row.checked_hour)
+            .values(checked_hour=hour_ms)
+        )
+        return bool(result.rowcount == 1)
+
+
+def render(alert: Alert, base: str, unsubscribe_url: str) -> tuple[str, str, str]:
+    """(subject, text, HTML) of an alert's mail."""
+    p = alert.project
+    up = alert.direction == "spike"
+    end = alert.hour + timedelta(hours=1)
+    when = f"{alert.hour:%Y-%m-%d %H:%M}–{end:%H:%M} UTC"
+    ratio = f"{alert.visitors / alert.baseline:.1f}×" if alert.baseline else "no visitors"
+    subject = (
+        f"Traffic {'spike' if up else 'drop'} on {p.name}: {alert.visitors} visitors "
+        f"{when} ({ratio} usual)"
+    )
+    why = (
+        f"{alert.visitors} visitors between {when}, against {alert.baseline:.1f} on average in "
+        f"the same hour of the {int(alert.rule['baselineDays'])} days before. The rule: "
+        + (
+            f"at least {alert.rule['spikeFactor']:g}× that and at least "
+            f"{int(alert.rule['minVisitors'])} visitors."
+            if up
+            else f"at most {alert.rule['dropFactor']:g}× that, with a usual of at least "
+            f"{int(alert.rule['minVisitors'])}."
+        )
+    )
+    titles = {"source": "Sources", "page": "Pages", "country": "Countries"}
+    text = [subject, "", why, "", "What accounts for the change (visitors: this hour vs usual):"]
+    blocks = ""
+    e = html.escape
+    for by, title in titles.items():
+        items = alert.causes.get(by, [])
+        lines = [
+            f"{c.value or '(none)'}: {c.visitors} vs {c.baseline:.1f} ({c.delta:+.1f})"
+            for c in items
+        ]
+        text += ["", title] + [f"  {line}" for line in lines or ["(nothing stands out)"]]
+        entries = (
+            "".join(f"<li>{e(line)}</li>" for line in lines) or "<li>(nothing stands out)</li>"
+        )
+        blocks += f"<h3>{e(title)}</h3><ul>{entries}</ul>"
+    day = alert.hour.astimezone(ZoneInfo(p.timezone)).date().isoformat()
+    query = {"project": p.id, "period": "custom", "from": day, "to": day, "interval": "hour"}
+    link = f"{base}/dashboard?{urlencode(query)}"
+    text += ["", f"Dashboard: {link}", "", f"Unsubscribe from alerts: {unsubscribe_url}", ""]
+    body = (
+        '<!doctype html><html><body style="font-family:system-ui,sans-serif;color:#0f172a">'
+        f"<h2>{e(subject)}</h2><p>{e(why)}</p>"
+        "<p>What accounts for the change (visitors: this hour vs usual):</p>"
+        f'{blocks}<p><a href="{e(link)}">Open the dashboard</a></p>'
+        f'<p style="color:#64748b;font-size:12px"><a href="{e(unsubscribe_url)}">Unsubscribe'
+        "</a> from these alerts.</p></body></html>"
+    )
+    return subject, "\n".join(text), body

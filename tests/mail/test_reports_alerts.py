@@ -1,0 +1,214 @@
+"""Email reports and traffic alerts end to end: real events (POST /analytics with past ``ts``),
+the real server's scheduler, mail read back from a real SMTP server (aiosmtpd)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import httpx
+import pytest
+
+from svc.mail.report import change, shown
+from tests.mail_server import MailServer, mail_server
+from tests.support import Server, is_error
+
+__all__ = ["mail_server"]
+
+TZ = "America/New_York"
+UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/12{}.0 Safari"
+
+
+@pytest.fixture(scope="module")
+def svc(tmp_path_factory: pytest.TempPathFactory, mail_server: MailServer) -> Iterator[Server]:
+    srv = Server(
+        tmp_path_factory.mktemp("reports") / "data",
+        env={
+            "SVC_SMTP_URL": mail_server.url,
+            "SVC_MAIL_RETRY_SECONDS": "0.2",
+            "SVC_BASE_URL": "https://stats.example.org",
+        },
+    ).start()
+    yield srv
+    srv.stop()
+
+
+def ev(visitor: int, at: datetime, path: str = "/", **extra: Any) -> dict[str, Any]:
+    return {
+        "event": extra.pop("name", "page_view"),
+        "url": f"https://acme.test{path}",
+        "ts": int(at.timestamp() * 1000),
+        "ip": f"10.1.{visitor // 250}.{visitor % 250 + 1}",
+        "userAgent": UA.format(visitor % 10),
+        **extra,
+    }
+
+
+def auth(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def test_daily_report_equals_the_api_and_unsubscribes(svc: Server, mail_server: MailServer) -> None:
+    p = svc.create_project("rep-" + uuid.uuid4().hex[:6], timezone=TZ, domains=["acme.test"])
+    secret = p["keys"]["secret"]
+    today = datetime.now(ZoneInfo(TZ)).date()
+    yesterday, before = today - timedelta(days=1), today - timedelta(days=2)
+
+    def local(day: Any, hour: int, minute: int = 0) -> datetime:
+        return datetime(day.year, day.month, day.day, hour, minute, tzinfo=ZoneInfo(TZ))
+
+    events = [
+        ev(1, local(yesterday, 9), referrer="https://www.google.com/"),
+        ev(1, local(yesterday, 9, 4), path="/pricing"),
+        ev(2, local(yesterday, 11), path="/pricing", referrer="https://news.ycombinator.com/"),
+        ev(2, local(yesterday, 11, 2), name="signup"),
+        ev(3, local(yesterday, 15), path="/blog"),
+        ev(4, local(yesterday, 23, 30)),
+        ev(5, local(before, 10)),
+        ev(6, local(before, 12), path="/blog"),
+        ev(7, local(today - timedelta(days=3), 12)),  # outside both periods
+    ]
+    r = svc.send(secret, events)
+    assert r.status_code == 200 and r.json()["accepted"] == len(events), r.text
+    svc.wait_loaded()
+
+    to = f"boss-{p['id'][-6:]}@example.com"
+    url = f"{svc.url}/projects/{p['id']}/subscriptions"
+    r = httpx.post(url, json={"email": to.upper(), "kind": "daily"}, headers=auth(secret))
+    assert r.status_code == 201, r.text
+    assert r.json()["email"] == to and "token" not in r.json()
+    assert (
+        httpx.post(url, json={"email": to, "kind": "daily"}, headers=auth(secret)).status_code
+        == 200
+    )
+    is_error(
+        httpx.post(url, json={"email": "x", "kind": "daily"}, headers=auth(secret)), 400, "email"
+    )
+    is_error(
+        httpx.post(url, json={"email": to, "kind": "hourly"}, headers=auth(secret)), 400, "kind"
+    )
+    is_error(
+        httpx.post(url, json={"email": to, "kind": "daily"}, headers=auth(p["keys"]["public"])), 403
+    )
+
+    (msg,) = mail_server.wait_for(1, match=lambda m: m["To"] == to)
+    day = yesterday.isoformat()
+    assert msg["Subject"].startswith(f"Daily report for {p['name']}")
+    text = msg.get_body(("plain",)).get_content().replace("\r\n", "\n")  # type: ignore[union-attr]
+    html = msg.get_body(("html",)).get_content()  # type: ignore[union-attr]
+
+    # the same numbers as the API's for that period, with the change against the day before
+    m = httpx.get(
+        f"{svc.url}/metrics",
+        params={"from": day, "to": day, "compare": "previous_period"},
+        headers=auth(secret),
+    ).json()
+    assert (m["visitors"], m["sessions"], m["pageviews"]) == (4, 4, 5)
+    for label, key, how in (
+        ("Visitors", "visitors", "int"),
+        ("Visits", "sessions", "int"),
+        ("Page views", "pageviews", "int"),
+        ("Bounce rate", "bounceRate", "percent"),
+        ("Visit duration", "avgSessionDuration", "seconds"),
+    ):
+        line = next(line for line in text.splitlines() if line.startswith(label))
+        value, delta = shown(m[key], how), change(m[key], m["compare"][key], how)
+        assert re.search(rf"{re.escape(value)}\s+{re.escape(delta)}", line), (line, value, delta)
+    pages = httpx.get(
+        f"{svc.url}/metrics/breakdown",
+        params={"from": day, "to": day, "by": "page", "limit": "5"},
+        headers=auth(secret),
+    ).json()["rows"]
+    assert {row["value"] for row in pages} == {"/", "/pricing", "/blog"}
+    for row in pages:
+        assert f"{row['value']}: {row['visitors']} visitors" in text
+    assert "news.ycombinator.com: 1 visitors" in text and "google: 1 visitors" in text
+    assert "signup: 1 visitors (25.0%)" in text  # GET /metrics/goals?goal=event:signup
+    assert f"from={day}&to={day}" in text and "https://stats.example.org/dashboard?" in text
+
+    # HTML with the chart as an inline image
+    assert 'src="cid:chart@svc"' in html and "/pricing" in html
+    (png,) = [part for part in msg.walk() if part.get_content_type() == "image/png"]
+    assert png["Content-ID"] == "<chart@svc>"
+    assert png.get_content().startswith(b"\x89PNG\r\n\x1a\n")
+
+    # unsubscribe without signing in: GET shows a page and changes nothing, POST unsubscribes
+    link = re.search(r"Unsubscribe: (\S+)", text)
+    assert link and link.group(1).startswith("https://stats.example.org/unsubscribe/")
+    path = link.group(1).removeprefix("https://stats.example.org")
+    page = httpx.get(svc.url + path)
+    assert page.status_code == 200 and "<form" in page.text and to in page.text
+    assert (
+        httpx.get(svc.url + path, headers={"Accept": "application/json"}).json()["subscription"][
+            "email"
+        ]
+        == to
+    )
+    assert httpx.post(svc.url + path).status_code == 200
+    listed = httpx.get(url, headers=auth(secret)).json()
+    assert listed["subscriptions"] == [] and listed["mailEnabled"] is True
+    is_error(httpx.post(svc.url + path, headers={"Accept": "application/json"}), 404)
+    assert httpx.get(svc.url + path).status_code == 404  # single use
+
+    # subscribing again (a new token) does not mail the same period twice (the dedupe key)
+    r = httpx.post(url, json={"email": to, "kind": "daily"}, headers=auth(secret))
+    assert r.status_code == 201
+    state = httpx.get(f"{svc.url}/internal/mail", headers=svc.admin()).json()
+    assert state["enabled"] is True and state["outbox"]["failed"] == 0
+    assert len(mail_server.to(to)) == 1
+
+
+def test_alert_fires_on_a_spike_and_names_its_source(svc: Server, mail_server: MailServer) -> None:
+    p = svc.create_project("alert-" + uuid.uuid4().hex[:6], domains=["acme.test"])
+    secret = p["keys"]["secret"]
+    r = httpx.patch(
+        f"{svc.url}/projects/{p['id']}",
+        json={"options": {"alerts": {"baselineDays": 3, "spikeFactor": 3}}},
+        headers=auth(secret),
+    )
+    assert r.status_code == 200, r.text
+    bad = httpx.patch(
+        f"{svc.url}/projects/{p['id']}",
+        json={"options": {"alerts": {"spikeFactor": "high"}}},
+        headers=auth(secret),
+    )
+    is_error(bad, 400, "options.alerts.spikeFactor")
+    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=1)
+    events = []
+    for k in (1, 2, 3):  # the usual: 2 visitors from Google in that hour of the days before
+        for v in (1, 2):
+            events.append(ev(100 * k + v, hour - timedelta(days=k) + timedelta(minutes=10 + v)))
+    for v in range(2):  # the hour itself: the usual two, and 20 from Hacker News on /launch
+        events.append(ev(900 + v, hour + timedelta(minutes=5), referrer="https://www.google.com/"))
+    for v in range(20):
+        events.append(
+            ev(
+                1000 + v,
+                hour + timedelta(minutes=20, seconds=v),
+                path="/launch",
+                referrer="https://news.ycombinator.com/item?id=1",
+            )
+        )
+    r = svc.send(secret, events)
+    assert r.status_code == 200 and r.json()["accepted"] == len(events), r.text
+    svc.wait_loaded()
+
+    to = f"oncall-{p['id'][-6:]}@example.com"
+    url = f"{svc.url}/projects/{p['id']}/subscriptions"
+    assert (
+        httpx.post(url, json={"email": to, "kind": "alerts"}, headers=auth(secret)).status_code
+        == 201
+    )
+    (msg,) = mail_server.wait_for(1, match=lambda m: m["To"] == to)
+    assert msg["Subject"].startswith(f"Traffic spike on {p['name']}: 22 visitors")
+    text = msg.get_body(("plain",)).get_content().replace("\r\n", "\n")  # type: ignore[union-attr]
+    sources = text.split("\nSources\n")[1].split("\n\n")[0].splitlines()
+    assert sources[0].strip().startswith("news.ycombinator.com: 20 vs 0.0 (+20.0)"), text
+    pages = text.split("\nPages\n")[1].split("\n\n")[0].splitlines()
+    assert pages[0].strip().startswith("/launch: 20"), text
+    assert "against 2.0 on average in the same hour of the 3 days before" in text
+    assert msg.get_body(("html",)) is not None
