@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from svc.backup.operations import Operations
 from svc.errors import ApiError, MethodNotAllowed, NotFound
 from svc.http import (
     analytics,
@@ -28,7 +29,6 @@ from svc.http import (
     projects,
 )
 from svc.http.accounts import ROUTES as ACCOUNT_ROUTES
-from svc.backup.operations import Operations
 from svc.http.backup import ROUTES as BACKUP_ROUTES
 from svc.http.common import error_response, json_response
 from svc.http.lake import ROUTES as LAKE_ROUTES
