@@ -87,6 +87,7 @@ PARAMS = {
     "account_id": "acc_nonexistent00000",
     "invitation_id": "inv_nonexistent00000",
     "secret_id": "nonexistent",
+    "subscription_id": "sub_nonexistent",
     "token": "svc_invite_" + "0" * 40,
     "extensions": "nonexistent",
     "path": "nonexistent.js",

@@ -1,7 +1,8 @@
 """Email reports' and alerts' subscriptions, the unsubscribe link, and the outbox's state.
 
 - ``GET|POST /projects/{project_id}/subscriptions``, ``DELETE .../subscriptions/{id}``: the
-  project's subscriptions (right ``manage``: the admin token, the project's secret key);
+  project's subscriptions (right ``edit``: the admin token, the project's secret key, a
+  team's owner, admin or editor);
 - ``GET /unsubscribe/{token}``: a small page with a button (JSON with ``Accept:
   application/json``); ``POST /unsubscribe/{token}``: unsubscribes (no credential: the token
   is one; single use). GET changes nothing, so that a mail scanner following links does not
@@ -25,15 +26,15 @@ from svc.mail import mail_enabled, outbox, subscriptions
 from svc.mail.subscriptions import Subscription
 
 
-async def _manager(request: Request, project_id: str) -> None:
+async def _editor(request: Request, project_id: str) -> None:
     principal = await principal_of(request)
-    principal.require("manage", project_id)
+    principal.require("edit", project_id)
 
 
 async def list_subscriptions(request: Request) -> Response:
     project_id = request.path_params["project_id"]
     try:
-        await _manager(request, project_id)
+        await _editor(request, project_id)
         meta = runtime_of(request).meta
         await asyncio.to_thread(meta.get_project, project_id)
         subs = await asyncio.to_thread(subscriptions.list_subscriptions, meta, project_id)
@@ -50,7 +51,7 @@ async def list_subscriptions(request: Request) -> Response:
 async def create_subscription(request: Request) -> Response:
     project_id = request.path_params["project_id"]
     try:
-        await _manager(request, project_id)
+        await _editor(request, project_id)
         body = await json_body(request)
         unknown = sorted(set(body) - {"email", "kind"})
         if unknown:
@@ -71,7 +72,7 @@ async def create_subscription(request: Request) -> Response:
 async def delete_subscription(request: Request) -> Response:
     project_id = request.path_params["project_id"]
     try:
-        await _manager(request, project_id)
+        await _editor(request, project_id)
         sub = await asyncio.to_thread(
             subscriptions.remove,
             runtime_of(request).meta,

@@ -59,6 +59,13 @@ RULES: dict[str, str] = {
     "GET /projects/{project_id}/guests": "members",
     "POST /projects/{project_id}/guests": "members",
     "DELETE /projects/{project_id}/guests/{account_id}": "members",
+    # email reports and alerts (svc.http.mail)
+    "GET /projects/{project_id}/subscriptions": "edit",
+    "POST /projects/{project_id}/subscriptions": "edit",
+    "DELETE /projects/{project_id}/subscriptions/{subscription_id}": "edit",
+    "GET /unsubscribe/{token}": PUBLIC,  # the token in the path is the credential
+    "POST /unsubscribe/{token}": PUBLIC,
+    "GET /internal/mail": ADMIN,
     # accounts and teams
     "POST /auth/signin": PUBLIC,
     "POST /auth/signout": ACCOUNT,
