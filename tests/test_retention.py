@@ -27,6 +27,7 @@ from svc.queries.plan import Query, plan
 from svc.retention.policy import Retention, horizon, retention_of
 from svc.settings import Settings
 from tests.cli.support import clean_env
+from tests.dashboard.conftest import CHROMIUM, CHROMIUM_ARGS
 from tests.support import Server, is_error
 
 TODAY = datetime.now(UTC).date()
@@ -231,26 +232,30 @@ def kept(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
     projects = json.loads(made.stdout.splitlines()[-1])
     assert all(p["imported"] == len(history(n)) for n, p in projects.items()), projects
     srv = Server(data_dir, env={"SVC_ROLLUP_INTERVAL_SECONDS": "0.2"})
-    srv.start()  # no retention: every day raw, the finished ones rolled up
-    _wait_until(lambda: srv.health()["store"]["rolledUpDays"] >= 2 * 3)
-    before = {(n, r): _reads(srv, projects[n]["keys"]["secret"], *RANGES[r]) for n, r in COMPARED}
-    srv.stop()
-    srv.env.update(
-        SVC_RETENTION_MONTHS=str(DEFAULT_MONTHS),
-        SVC_ROLLUP_RETENTION_MONTHS="24",
-        SVC_RETENTION_INTERVAL_SECONDS="0.2",
-    )
-    srv.start()
-    r = httpx.patch(
-        f"{srv.url}/projects/{projects['own']['id']}",
-        json={"options": {"retentionMonths": OWN_MONTHS}},
-        headers=srv.admin(),
-    )
-    assert r.status_code == 200, r.text
-    kept = History(srv, projects, before)
-    _wait_until(lambda: MID not in _stored_days(srv, projects["own"]["id"], kept.key("own")))
-    yield kept
-    srv.stop()
+    try:
+        srv.start()  # no retention: every day raw, the finished ones rolled up
+        _wait_until(lambda: srv.health()["store"]["rolledUpDays"] >= 2 * 3)
+        before = {
+            (n, r): _reads(srv, projects[n]["keys"]["secret"], *RANGES[r]) for n, r in COMPARED
+        }
+        srv.stop()
+        srv.env.update(
+            SVC_RETENTION_MONTHS=str(DEFAULT_MONTHS),
+            SVC_ROLLUP_RETENTION_MONTHS="24",
+            SVC_RETENTION_INTERVAL_SECONDS="0.2",
+        )
+        srv.start()
+        r = httpx.patch(
+            f"{srv.url}/projects/{projects['own']['id']}",
+            json={"options": {"retentionMonths": OWN_MONTHS}},
+            headers=srv.admin(),
+        )
+        assert r.status_code == 200, r.text
+        kept = History(srv, projects, before)
+        _wait_until(lambda: MID not in _stored_days(srv, projects["own"]["id"], kept.key("own")))
+        yield kept
+    finally:
+        srv.stop()
 
 
 def _wait_until(done: Any, timeout: float = 120.0) -> None:
@@ -307,6 +312,31 @@ def test_the_api_says_when_a_range_reaches_past_the_raw_events(kept: History) ->
     # inside the horizon: nothing said
     recent = httpx.get(srv.url + "/metrics", params={"from": RECENT.isoformat()}, headers=auth)
     assert "rawDataFrom" not in recent.json() and "X-Svc-Raw-Data-From" not in recent.headers
+
+
+def test_the_dashboard_says_so_too(kept: History) -> None:
+    """The dashboard shows the notice above its figures for a range past the raw events, and
+    none for a recent range (Debian's Chromium, the server's own dashboard)."""
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    first, last = RANGES["old"]
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(f"{kept.srv.url}/?from={first}&to={last}")
+            page.get_by_label("Secret key or admin token").fill(kept.key("dflt"))
+            page.get_by_role("button", name="Sign in").click()
+            notice = page.get_by_test_id("raw-data-from")
+            notice.wait_for(timeout=30_000)
+            assert f"kept from {month_start(DEFAULT_MONTHS)}" in notice.inner_text()
+            page.goto(f"{kept.srv.url}/?from={RECENT}&to={TODAY}")
+            page.wait_for_selector("[data-testid=stat-visitors]:not([data-value=''])")
+            assert page.get_by_test_id("raw-data-from").count() == 0
+        finally:
+            browser.close()
 
 
 def test_only_the_admin_sets_a_retention_and_bad_values_name_the_field(kept: History) -> None:

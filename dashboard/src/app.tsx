@@ -345,6 +345,13 @@ function Dashboard(props: { session: Session; onSignOut: (() => void) | null }):
             Could not load the statistics: {metrics.error.message}
           </p>
         ) : null}
+        {metrics.data?.rawDataFrom ? (
+          <p class="note card" role="status" data-testid="raw-data-from">
+            Raw events are kept from {metrics.data.rawDataFrom} (UTC). Earlier days come from the daily
+            rollups: the totals, sources, pages and other breakdowns without filters; filtered figures, goals,
+            funnels, revenue and errors count nothing before that day.
+          </p>
+        ) : null}
         <TopStats loading={metrics.loading && !metrics.data} />
         <Chart />
         <div class="grid">

@@ -25,6 +25,9 @@ export interface MetricsAnswer extends Aggregate {
   timezone: string;
   projectId: string;
   compare?: Aggregate;
+  /** The first day of raw events, when the range reaches before it (docs/api.md, Retention). */
+  rawDataFrom?: string;
+  notes?: string[];
 }
 
 export interface Point {

@@ -130,13 +130,16 @@ class RetentionJob:
         self.load()
         raw: dict[str, date] = {}
         rollups: dict[str, date] = {}
-        for project_id in self._project_ids(known):
+        for project_id in self._project_ids(known) | set(self._recorded):
+            # the later of the policy's horizon and the recorded one: rows stored before the
+            # recorded horizon since (an import of history) go too
             policy = retention_of(known.get(project_id), self.settings)
             recorded_raw, recorded_rollups = self._recorded.get(project_id, (_EPOCH, _EPOCH))
-            raw_h, rollup_h = policy.raw_from(today), policy.rollups_from(today)
-            if raw_h is not None and raw_h > recorded_raw:
+            raw_h = max(policy.raw_from(today) or _EPOCH, recorded_raw)
+            rollup_h = max(policy.rollups_from(today) or _EPOCH, recorded_rollups)
+            if raw_h > _EPOCH:
                 raw[project_id] = raw_h
-            if rollup_h is not None and rollup_h > recorded_rollups:
+            if rollup_h > _EPOCH:
                 rollups[project_id] = rollup_h
         if not raw and not rollups:
             return report
@@ -147,11 +150,9 @@ class RetentionJob:
         self._enforce(sql.RAW, raw, everyone[0], report)
         self._enforce(sql.ROLLUPS, rollups, everyone[1], report)
         for project_id in {*raw, *rollups}:
-            recorded_raw, recorded_rollups = self._recorded.get(project_id, (_EPOCH, _EPOCH))
-            horizons = (
-                max(recorded_raw, raw.get(project_id, _EPOCH)),
-                max(recorded_rollups, rollups.get(project_id, _EPOCH)),
-            )
+            horizons = (raw.get(project_id, _EPOCH), rollups.get(project_id, _EPOCH))
+            if self._recorded.get(project_id) == horizons:
+                continue
             self.store.client.command(
                 (stmt := sql.record(project_id, *horizons)).sql, parameters=stmt.params
             )
