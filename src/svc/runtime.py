@@ -116,10 +116,6 @@ class Runtime:
             # counted from the spool and loaded in the background, while events are taken.
             await self.loader.drain(max_segments=1)
             await asyncio.to_thread(self._seed_from_store)
-            # the client-named sessions the last run remembered (svc.ingestion.client_sessions)
-            await asyncio.to_thread(
-                client_sessions.load, self.ingest.pipeline.sessions, settings.data_dir, now_ms()
-            )
             await asyncio.to_thread(self.retention.load)
         except Exception as exc:  # the store may be down: ingestion still spools
             log.error("event store unavailable at start-up: %s", exc)
