@@ -5,7 +5,8 @@ the same day or days later, its events are the same session in every report.
 The same events go to two projects: to one in a single batch (the session tracker sees every
 event of a session together), to the other in three batches with the tracker's memory of idle
 sessions swept between them (housekeeping every 0.2 s, the events days old), as a client that
-comes back hours or days later sends them. Every report of both must be the same.
+comes back hours or days later sends them, the service restarted before the last. Every
+report of both must be the same.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from svc.ingestion import identity
+from svc.ingestion import client_sessions, identity
 from tests.support import Server
 from tests.test_imported_sessions import reports
 
@@ -75,8 +77,11 @@ def both(
     everything = [e for batch in BATCHES for e in batch]
     r = srv.send(together["keys"]["secret"], everything)
     assert r.status_code == 200 and r.json()["accepted"] == len(everything), r.text
-    for batch in BATCHES:
+    for n, batch in enumerate(BATCHES):
         time.sleep(0.6)  # the sessions idle for over 30 minutes are swept from memory
+        if n == 2:  # and the service restarts before the last (svc.ingestion.client_sessions)
+            srv.stop()
+            srv.start()
         r = srv.send(apart["keys"]["secret"], batch)
         assert r.status_code == 200 and r.json()["accepted"] == len(batch), r.text
     srv.wait_loaded()
@@ -116,7 +121,7 @@ def test_a_client_session_id_names_one_session_over_gaps_and_days(
 
 
 def test_the_tracker_remembers_client_sessions_by_their_last_activity(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """In process: a client's session keeps its start and first person over any gap while it
     is remembered: 8 days after its last event arrived, at most CLIENT_SESSIONS_MAX of them,
@@ -138,6 +143,15 @@ def test_the_tracker_remembers_client_sessions_by_their_last_activity(
         tracker.client_session(sid, now, "p", visitor=sid, now_ms=now)
     tracker.client_session(1, now + 1, "p", now_ms=now + 1)  # 1 is active again: 2 is oldest
     tracker.client_session(4, now + 2, "p", visitor=4, now_ms=now + 2)
+    # kept over a restart: saved at stop, read back at start (before the seeded, more recent)
+    client_sessions.save(tracker, tmp_path)
+    assert oct((tmp_path / client_sessions.FILE).stat().st_mode & 0o777) == "0o600"
+    again = identity.SessionTracker(30 * 60_000)
+    again.seed([("p", 9, 3, now + 5, now + 5, now + 6)])  # session 3, seeded from the store
+    assert client_sessions.load(again, tmp_path, now + 10) == 3
+    assert not (tmp_path / client_sessions.FILE).exists()
+    assert again.client_session(1, now + 20, "p", visitor=99) == (now, 1)
+    assert again.client_session(3, now + 20, "p", visitor=99) == (now, 3)  # the saved start
     assert [tracker.client_start_of(s) is not None for s in (1, 2, 3, 4)] == [
         True,
         False,

@@ -24,6 +24,7 @@ import msgspec
 from svc import __version__
 from svc.auth import Authenticator, load_admin_token_hash
 from svc.errors import Unavailable
+from svc.ingestion import client_sessions
 from svc.ingestion.identity import Salts, salt_days, stored_visitor_id
 from svc.ingestion.service import IngestService
 from svc.mail.service import MailService
@@ -116,6 +117,10 @@ class Runtime:
             # counted from the spool and loaded in the background, while events are taken.
             await self.loader.drain(max_segments=1)
             await asyncio.to_thread(self._seed_from_store)
+            # the client-named sessions the last run remembered (svc.ingestion.client_sessions)
+            await asyncio.to_thread(
+                client_sessions.load, self.ingest.pipeline.sessions, settings.data_dir, now_ms()
+            )
             await asyncio.to_thread(self.retention.load)
         except Exception as exc:  # the store may be down: ingestion still spools
             log.error("event store unavailable at start-up: %s", exc)
@@ -144,6 +149,12 @@ class Runtime:
         await self.spool.close()
         await self.loader.stop(drain=True)
         await asyncio.to_thread(self._flush_last_used)
+        try:  # for the next run: a client's session goes on over a restart
+            await asyncio.to_thread(
+                client_sessions.save, self.ingest.pipeline.sessions, self.settings.data_dir
+            )
+        except OSError as exc:
+            log.warning("cannot save the client sessions: %s", exc)
         await asyncio.to_thread(self.store.close)
         await asyncio.to_thread(self.meta.close)
         if self._lock_fd is not None:

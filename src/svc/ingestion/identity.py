@@ -229,6 +229,39 @@ class SessionTracker:
         clients[session_id] = s
         return s.start_ms, s.visitor
 
+    def client_sessions(self) -> list[tuple[int, int, int, str, int, int]]:
+        """The client-named sessions remembered, least recently active first: (session id,
+        start ms, last ms, project, visitor, seen ms) (svc.ingestion.client_sessions)."""
+        return [
+            (sid, c.start_ms, c.last_ms, c.project_id, c.visitor, c.seen_ms)
+            for sid, c in self._clients.items()
+        ]
+
+    def restore_clients(
+        self, rows: Iterable[tuple[int, int, int, str, int, int]], now_ms: int
+    ) -> int:
+        """Take back :meth:`client_sessions` of a previous run (least recently active first),
+        before the sessions seeded since, which are more recent; those forgotten by now are
+        left out. Returns how many were taken."""
+        forget = now_ms - CLIENT_SESSION_MEMORY_MS
+        merged: dict[int, _ClientSession] = {}
+        for sid, start_ms, last_ms, project_id, visitor, seen_ms in rows:
+            if seen_ms >= forget:
+                merged[sid] = _ClientSession(start_ms, last_ms, project_id, visitor, seen_ms)
+        taken = len(merged)
+        for sid, seeded in self._clients.items():
+            old = merged.pop(sid, None)
+            if old is not None:  # the saved one began it: its start and person
+                seeded.start_ms = min(seeded.start_ms, old.start_ms)
+                seeded.last_ms = max(seeded.last_ms, old.last_ms)
+                seeded.visitor = old.visitor
+                seeded.seen_ms = max(seeded.seen_ms, old.seen_ms)
+            merged[sid] = seeded
+        while len(merged) > CLIENT_SESSIONS_MAX:
+            del merged[next(iter(merged))]
+        self._clients = merged
+        return taken
+
     def seed(self, rows: Iterable[tuple[str, int, int, int, int, int]]) -> None:
         """Rows of (project, visitor, session id, start ms, first ms, last ms). For derived
         sessions the latest session of a visitor wins; every row also seeds the start of a
