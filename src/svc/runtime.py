@@ -79,7 +79,9 @@ class Runtime:
         self.rollup_failures = 0
         self._lock_fd: int | None = None
         # the outbox, email reports and traffic alerts (svc.mail)
-        self.mail = MailService(settings, self.meta, self.store, self.loaded_through_ms)
+        self.mail = MailService(
+            settings, self.meta, self.store, self.loaded_through_ms, self.retention.raw_from
+        )
 
     def _segment_ready(self) -> None:
         self.loader.notify()

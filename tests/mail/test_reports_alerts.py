@@ -102,11 +102,13 @@ def test_daily_report_equals_the_api_and_unsubscribes(svc: Server, mail_server: 
     html = msg.get_body(("html",)).get_content()  # type: ignore[union-attr]
 
     # the same numbers as the API's for that period, with the change against the day before
-    m = httpx.get(
+    r = httpx.get(
         f"{svc.url}/metrics",
         params={"from": day, "to": day, "compare": "previous_period"},
         headers=auth(secret),
-    ).json()
+    )
+    assert r.status_code == 200, r.text
+    m = r.json()
     assert (m["visitors"], m["sessions"], m["pageviews"]) == (4, 4, 5)
     for label, key, how in (
         ("Visitors", "visitors", "int"),

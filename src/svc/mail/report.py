@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 from urllib.parse import urlencode
 
@@ -48,10 +49,14 @@ class Report:
     goals: list[dict[str, Any]]  # GET /metrics/goals of the custom events, most converting first
 
 
-def compute(store: EventStore, project: Project, period: Period) -> Report:
-    """The numbers of a report (blocking: it runs queries)."""
+def compute(
+    store: EventStore, project: Project, period: Period, raw_from: date | None = None
+) -> Report:
+    """The numbers of a report (blocking: it runs queries). ``raw_from``: the first day whose
+    raw events the project keeps (svc.retention), as the API reads it."""
     rng = period.rng
-    now, before = Query(project.id, rng), Query(project.id, rng.previous_period())
+    now = Query(project.id, rng, raw_from=raw_from)
+    before = Query(project.id, rng.previous_period(), raw_from=raw_from)
     interval = "hour" if rng.days == 1 else "day"
     page = breakdown.Page(TOP, 0, "-visitors")
     events = breakdown.query_breakdown(store, now, DIMENSIONS["event"], breakdown.Page(TOP + 1))

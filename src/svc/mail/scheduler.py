@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from urllib.parse import quote
 
 from svc.mail import report as reports
@@ -45,8 +45,10 @@ def send_reports(
     store: EventStore,
     now: datetime,
     loaded_through_ms: int,
+    raw_from: RawFrom | None = None,
 ) -> int:
-    """Enqueue the reports that are due (blocking); return how many mails were enqueued."""
+    """Enqueue the reports that are due (blocking); return how many mails were enqueued.
+    ``raw_from``: where a project's raw events begin (svc.retention), as the API reads it."""
     subs = subscriptions.list_subscriptions(meta, kinds=REPORT_KINDS)
     projects: dict[str, Project | None] = {}
     computed: dict[tuple[str, str], reports.Report] = {}
@@ -65,8 +67,9 @@ def send_reports(
         try:
             report = computed.get((project.id, period.key))
             if report is None:
+                first_raw = raw_from(project) if raw_from is not None else None
                 report = computed[(project.id, period.key)] = reports.compute(
-                    store, project, period
+                    store, project, period, first_raw
                 )
             sent += _enqueue_report(settings, meta, sub, report, period)
         except Exception:
@@ -104,3 +107,4 @@ def utc_now() -> datetime:
 
 
 Clock = Callable[[], datetime]
+RawFrom = Callable[[Project], date | None]

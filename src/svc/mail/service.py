@@ -28,12 +28,15 @@ class MailService:
         meta: MetaStore,
         store: EventStore,
         loaded_through_ms: Callable[[], int] | None = None,
+        raw_from: scheduler.RawFrom | None = None,
     ) -> None:
         self.settings = settings
         self.meta = meta
         self.store = store
         #: A time before which every event received is in the store (Runtime.loaded_through_ms).
         self.loaded_through_ms = loaded_through_ms or (lambda: 0)
+        #: Where a project's raw events begin (RetentionJob.raw_from), as the API reads it.
+        self.raw_from = raw_from
         self.worker = MailWorker(meta, settings) if settings.smtp_url else None
         self._scheduling: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
@@ -72,7 +75,13 @@ class MailService:
             now = scheduler.utc_now()
             try:
                 n = await asyncio.to_thread(
-                    scheduler.send_reports, self.settings, self.meta, self.store, now, loaded
+                    scheduler.send_reports,
+                    self.settings,
+                    self.meta,
+                    self.store,
+                    now,
+                    loaded,
+                    self.raw_from,
                 )
                 n += await asyncio.to_thread(
                     alerts.check_all, self.settings, self.meta, self.store, now, loaded
