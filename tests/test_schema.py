@@ -150,6 +150,43 @@ def test_the_origin_refuses_just_past_every_described_limit() -> None:
     )
 
 
+def test_the_origin_refuses_just_past_every_described_kind_bound() -> None:
+    """The extensions' kinds (``kinds`` of the description): each number is taken at its
+    bounds and refused just past them, each required property refused when absent, each
+    closed kind refuses another property; both paths agree (:func:`verdict`)."""
+    kinds = wire_format()["kinds"]
+    assert set(kinds) == {"engagement", "web_vitals", "outbound", "download", "404"}
+    for name, kind in kinds.items():
+        props = kind["properties"]
+        base = {
+            k: r.get("minimum", "https://x.test/") for k, r in props.items() if r.get("required")
+        }
+
+        def props_verdict(p: dict[str, Any], name: str = name) -> str | RawEvent:
+            return verdict({"event": name, "url": "/", "properties": p})
+
+        assert isinstance(props_verdict(base), RawEvent), name
+        for key, rule in props.items():
+            where = f"properties.{key}"
+            if rule["type"] == "string":
+                assert isinstance(props_verdict({**base, key: "https://a.test/x"}), RawEvent)
+                assert props_verdict({**base, key: "ftp://a.test/x"}) == where
+                too_long = "https://a.test/" + "x" * rule["maxLength"]
+                assert props_verdict({**base, key: too_long}) == where
+                continue
+            for ok in (rule["minimum"], rule["maximum"]):
+                assert isinstance(props_verdict({**base, key: ok}), RawEvent), (name, key, ok)
+            for bad in (rule["minimum"] - 1, rule["maximum"] + 1, str(rule["maximum"]), True):
+                assert props_verdict({**base, key: bad}) == where, (name, key, bad)
+            if rule.get("required"):
+                assert props_verdict({k: v for k, v in base.items() if k != key}) == where
+        other = props_verdict({**base, "plan": "pro"})
+        if kind["otherProperties"]:
+            assert isinstance(other, RawEvent), name
+        else:
+            assert other == "properties.plan", name
+
+
 def check_properties(
     max_keys: int, max_key: int, max_value: int, maxItems: int, maxJsonLength: int
 ) -> None:
