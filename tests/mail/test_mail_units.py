@@ -1,0 +1,100 @@
+"""The pure parts of mail: periods in a time zone, the SMTP URL, the report's figures, the
+alert option's bounds, the PNG writer."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from datetime import UTC, date, datetime
+
+import pytest
+
+from svc.errors import InvalidRequest
+from svc.mail import mail_enabled
+from svc.mail.alerts import check_option
+from svc.mail.chart import bar_chart
+from svc.mail.periods import last_complete
+from svc.mail.report import change, shown
+from svc.mail.smtp import SmtpConfig, sender
+from svc.settings import Settings
+
+
+def test_periods_end_in_the_project_time_zone() -> None:
+    # Monday 2026-11-02 03:00 UTC is still Sunday 1 November in New York
+    now = datetime(2026, 11, 2, 3, 0, tzinfo=UTC)
+    day = last_complete("daily", "America/New_York", now)
+    assert (day.rng.first, day.key) == (date(2026, 10, 31), "day:2026-10-31")
+    assert last_complete("daily", "UTC", now).rng.first == date(2026, 11, 1)
+    week = last_complete("weekly", "UTC", now)
+    assert (week.rng.first, week.rng.last) == (date(2026, 10, 26), date(2026, 11, 1))
+    assert last_complete("weekly", "America/New_York", now).rng.first == date(2026, 10, 19)
+    month = last_complete("monthly", "UTC", now)
+    assert (month.rng.first, month.rng.last, month.key) == (
+        date(2026, 10, 1),
+        date(2026, 10, 31),
+        "month:2026-10",
+    )
+    assert last_complete("monthly", "Asia/Tokyo", datetime(2026, 3, 31, 16, tzinfo=UTC)).key == (
+        "month:2026-03"
+    )
+
+
+def test_smtp_url() -> None:
+    c = SmtpConfig.parse("smtp://ann%40x.io:p%2Fw@mail.example.com:587?starttls=true")
+    assert (c.host, c.port, c.tls, c.starttls, c.user, c.password) == (
+        "mail.example.com",
+        587,
+        False,
+        True,
+        "ann@x.io",
+        "p/w",
+    )
+    assert SmtpConfig.parse("smtps://mail.example.com").port == 465
+    assert SmtpConfig.parse("smtp://localhost").port == 25
+    for bad in ("http://x", "smtp://", "smtp://h?tls=1", "smtp://h:port"):
+        with pytest.raises(ValueError, match="SVC_SMTP_URL"):
+            SmtpConfig.parse(bad)
+    assert not mail_enabled(Settings()) and mail_enabled(Settings(smtp_url="smtp://h"))
+    assert sender(Settings(base_url="https://stats.acme.io")) == "svc@stats.acme.io"
+    assert sender(Settings(mail_from="A <a@b.c>")) == "A <a@b.c>"
+
+
+def test_figures_and_changes() -> None:
+    assert shown(12345, "int") == "12,345" and shown(75.4, "seconds") == "1m 15s"
+    assert change(150, 100, "int") == "+50%" and change(3, 0, "int") == "new"
+    assert change(0, 0, "int") == "=" and change("40.0%", "42.5%", "percent") == "-2.5 pts"
+
+
+def test_alert_option_bounds() -> None:
+    assert check_option({"spikeFactor": 2, "baselineDays": 14}) == {
+        "spikeFactor": 2,
+        "baselineDays": 14,
+    }
+    for bad, field in (
+        ({"spikeFactor": 1}, "options.alerts.spikeFactor"),
+        ({"dropFactor": True}, "options.alerts.dropFactor"),
+        ({"baselineDays": 1.5}, "options.alerts.baselineDays"),
+        ({"other": 1}, "options.alerts.other"),
+    ):
+        with pytest.raises(InvalidRequest) as err:
+            check_option(bad)
+        assert err.value.field == field
+    with pytest.raises(InvalidRequest):
+        check_option([])
+
+
+def test_chart_is_a_valid_png() -> None:
+    data = bar_chart([0, 3, 9, 1], [2, 2, 2, 2], width=40, height=20)
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    offset, chunks = 8, {}
+    while offset < len(data):
+        (length,) = struct.unpack(">I", data[offset : offset + 4])
+        kind = data[offset + 4 : offset + 8]
+        body = data[offset + 8 : offset + 8 + length]
+        (crc,) = struct.unpack(">I", data[offset + 8 + length : offset + 12 + length])
+        assert crc == zlib.crc32(kind + body)
+        chunks[kind] = body
+        offset += 12 + length
+    width, height = struct.unpack(">II", chunks[b"IHDR"][:8])
+    raw = zlib.decompress(chunks[b"IDAT"])
+    assert (width, height) == (40, 20) and len(raw) == height * (1 + 3 * width)
