@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,13 +25,15 @@ import pytest
 from svc.meta.store import Project
 from svc.queries.dates import DateRange
 from svc.queries.plan import Query, plan
+from svc.retention.notice import note
 from svc.retention.policy import Retention, horizon, retention_of
 from svc.settings import Settings
 from tests.cli.support import clean_env
-from tests.dashboard.conftest import CHROMIUM, CHROMIUM_ARGS
 from tests.support import Server, is_error
 
 TODAY = datetime.now(UTC).date()
+CHROMIUM = Path("/usr/bin/chromium")  # Debian's (tests/dashboard/conftest.py)
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
 
 
 def month_start(back: int) -> date:
@@ -142,6 +145,20 @@ def test_days_before_the_raw_events_are_the_rollups_whole_utc_days() -> None:
     assert within.rollup_span == (date(2026, 9, 2), date(2026, 9, 29))
 
 
+def test_the_note_says_what_the_days_before_hold_in_each_report() -> None:
+    day = date(2026, 8, 1)
+    rolled = "answered from the daily rollups"
+    assert rolled in note("metrics", False, day)
+    for by in ("source", "page", "event", "hostname", "prop:plan", "entry_page", "country"):
+        assert rolled in note("breakdown", False, day, by), by
+    assert "hourly rollups" in note("timeseries", False, day)
+    nothing = "not counted"
+    assert nothing in note("metrics", True, day)  # filtered
+    assert nothing in note("breakdown", False, day, "engagement")  # needs raw events
+    for kind in ("funnel", "goals", "revenue", "errors", "properties", "vitals", None):
+        assert nothing in note(kind, False, day), kind
+
+
 # the service --------------------------------------------------------------------------------
 
 
@@ -172,7 +189,14 @@ def _stored_days(srv: Server, pid: str, key: str) -> set[date]:
 
 
 class History:
-    def __init__(self, srv: Server, projects: dict[str, dict[str, Any]], before: dict[str, Any]):
+    """The module's service with retention on, its projects, and the answers read before."""
+
+    def __init__(
+        self,
+        srv: Server,
+        projects: dict[str, dict[str, Any]],
+        before: dict[tuple[str, str], dict[str, Any]],
+    ) -> None:
         self.srv, self.projects, self.before = srv, projects, before
 
     def key(self, name: str) -> str:

@@ -13,10 +13,8 @@ from datetime import UTC, date, datetime, time
 from typing import Any
 
 from svc.queries.dates import DateRange
+from svc.storage.rollups import rollup_dimensions
 
-#: The reports that answer the days before the raw events from the daily rollups, without
-#: filters.
-FROM_ROLLUPS = frozenset({"metrics", "breakdown"})
 #: The header that carries ``rawDataFrom`` too.
 HEADER = "X-Svc-Raw-Data-From"
 
@@ -28,11 +26,22 @@ def reaches_before(rng: DateRange, raw_from: date | None) -> bool:
     return rng.start_utc < datetime.combine(raw_from, time(0), UTC)
 
 
-def note(kind: str | None, filtered: bool, raw_from: date) -> str:
-    """The note of a report of ``kind`` (``filtered``: with filters) over days before
-    ``raw_from``."""
+def rolled_up(by: object) -> bool:
+    """Whether the daily rollups hold a breakdown by ``by``: a session dimension, the page,
+    the event name, the hostname or a custom property (svc.storage.rollups)."""
+    if not isinstance(by, str):
+        return False
+    return (
+        by in rollup_dimensions() or by in ("page", "event", "hostname") or by.startswith("prop:")
+    )
+
+
+def note(kind: str | None, filtered: bool, raw_from: date, by: object = None) -> str:
+    """The note of a report of ``kind`` (``filtered``: with filters; ``by``: a breakdown's
+    dimension) over days before ``raw_from``."""
     kept = f"raw events are kept from {raw_from.isoformat()} (UTC) by the retention policy"
-    if kind in FROM_ROLLUPS and not filtered:
+    from_rollups = kind == "metrics" or (kind == "breakdown" and rolled_up(by))
+    if from_rollups and not filtered:
         return (
             f"{kept}; the days before it are answered from the daily rollups, per UTC day "
             "(each day's sessions counted whole)"
@@ -54,5 +63,5 @@ def annotate(
     if raw_from is None or not reaches_before(rng, raw_from):
         return {}
     body["rawDataFrom"] = raw_from.isoformat()
-    body.setdefault("notes", []).append(note(kind, filtered, raw_from))
+    body.setdefault("notes", []).append(note(kind, filtered, raw_from, body.get("by")))
     return {HEADER: raw_from.isoformat()}
