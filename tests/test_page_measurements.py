@@ -514,3 +514,21 @@ def test_an_export_imported_again_keeps_the_measurements(
         before, after = get(server, key, path, **params), get(server, copied, path, **params)
         before.pop("projectId"), after.pop("projectId")
         assert after == before, path
+
+
+def test_a_session_filter_keeps_the_measurements_of_its_sessions(
+    server: Server, reports: dict
+) -> None:
+    """Visitor 2 alone came from Google: its page load's vitals, its engagement, its click."""
+    key = reports["keys"]["secret"]
+    google = day_params(filter="source:is:google")
+    vitals = get(server, key, "/metrics/vitals", **google)
+    assert vitals["samples"] == 1 and vitals["lcp"]["p75"] == 5000.0
+    engagement = get(server, key, "/metrics/breakdown", **{**google, "by": "engagement"})
+    assert [(r["value"], r["engagedVisits"], r["medianEngagedMs"]) for r in engagement["rows"]] == [
+        ("/", 1, 5000.0)
+    ]
+    outbound = get(server, key, "/metrics/breakdown", **{**google, "by": "outbound"})
+    assert [(r["value"], r["events"]) for r in outbound["rows"]] == [(GITHUB, 1)]
+    engaged = server.metrics(key, **{**google, "duration": "engaged"})
+    assert (engaged["sessions"], engaged["avgSessionDuration"]) == (1, 5.0)
