@@ -20,6 +20,7 @@ import { FilterBar } from "./filterbar";
 import { DevicesPanel, EventsPanel, LocationsPanel, PagesPanel, SourcesPanel } from "./panels";
 import { EngagementPanel, LinksPanel, VitalsPanel } from "./measurements";
 import { ErrorsPanel, FunnelPanel, GoalsPanel, RevenuePanel } from "./reports";
+import { SubscriptionsPanel } from "./subscriptions";
 import { Realtime } from "./realtime";
 import { ShareDialog } from "./share";
 import { Field } from "./ui";
@@ -367,6 +368,7 @@ function Dashboard(props: { session: Session; onSignOut: (() => void) | null }):
           <EngagementPanel />
           <VitalsPanel />
           <LinksPanel />
+          <SubscriptionsPanel />
         </div>
       </main>
       <footer class="foot">svc · cookie-free analytics · times in {tz}</footer>
