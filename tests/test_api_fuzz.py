@@ -33,6 +33,9 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, d
     for name in ("INGEST_PER_IP", "INGEST_PER_PROJECT", "READ_PER_KEY", "MANAGE_PER_CREDENTIAL"):
         srv.env[f"SVC_RATE_LIMIT_{name}"] = "0"
     srv.env["SVC_RATE_LIMIT_AUTH_FAILURES_PER_IP"] = "0"
+    # accounts' passwords at a hundredth of argon2id's cost (the same code: tests/accounts)
+    srv.env["SVC_PASSWORD_HASH_MEMORY_KIB"], srv.env["SVC_PASSWORD_HASH_ITERATIONS"] = "1024", "1"
+    srv.env["SVC_SIGNIN_LIMIT_PER_ADDRESS"] = srv.env["SVC_SIGNIN_LIMIT_PER_ACCOUNT"] = "0"
     srv.start()
     project = srv.create_project("fuzz")
     r = httpx.post(

@@ -51,6 +51,8 @@ class Principal:
         if self.is_admin:
             return
         if self.access is not None:
+            if scope == "ingest":
+                raise Forbidden("an account's session does not send events: use a public key")
             if project_id is None:
                 raise Forbidden("with an account's session, name the project: `projectId`")
             if scope not in self.access.on_project(project_id):

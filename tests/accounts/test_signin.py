@@ -38,7 +38,7 @@ def test_wrong_password_and_unknown_email_get_the_same_answer(srv: Server) -> No
     _, owner = new_team(srv)
     timings: dict[str, list[float]] = {"wrong": [], "unknown": []}
     answers = {}
-    for _ in range(3):
+    for _ in range(5):
         for kind, email in (("wrong", owner.email), ("unknown", unique_email("nobody"))):
             started = time.perf_counter()
             r = sign_in(srv, email, "not the password at all")
@@ -53,8 +53,9 @@ def test_wrong_password_and_unknown_email_get_the_same_answer(srv: Server) -> No
             "the email or the password is wrong",
         )
     )
-    # both verify an argon2 hash: similar times (the median within a factor of 2)
-    wrong, unknown = sorted(timings["wrong"])[1], sorted(timings["unknown"])[1]
+    # both verify an argon2 hash (a dummy one for the unknown email): similar times. The
+    # fastest of five of each, which a loaded machine's pauses do not reach.
+    wrong, unknown = min(timings["wrong"]), min(timings["unknown"])
     assert 0.5 < wrong / unknown < 2.0, timings
     log = srv.log()
     assert "signin_failed" in log or "sign-in failed" in log

@@ -35,6 +35,7 @@ RULES: dict[str, str] = {
     "GET /metrics/revenue": "read",
     "GET /metrics/errors": "read",
     "GET /metrics/properties": "read",
+    "GET /metrics/vitals": "read",
     "GET /export": "read",
     # operations
     "GET /health": PUBLIC,
