@@ -183,3 +183,26 @@ def test_the_example_alert_rules_name_only_exposed_metrics(srv: Server) -> None:
     bare = {re.sub(r"_(bucket|count|sum)$", "", name) for name in named}
     missing = {n for n in bare if n not in exposed and f"{n}_count" not in exposed}
     assert len(bare) >= 15 and not missing, sorted(missing)
+
+
+def test_signed_edge_headers_that_do_not_verify_are_counted(
+    srv: Server, keys: dict[str, str]
+) -> None:
+    """svc_edge_signed_requests_total (svc.http.edge_auth): this origin knows no edge secret,
+    so a signed request is served as unsigned and counted refused."""
+    before = value(scrape(srv), "svc_edge_signed_requests_total", result="refused")
+    r = httpx.post(
+        srv.url + "/analytics",
+        json={"event": "page_view", "url": "/edge"},
+        headers={
+            "authorization": f"Bearer {keys['public']}",
+            "user-agent": BROWSER_UA,
+            "x-svc-edge-ip": "81.2.69.160",
+            "x-svc-edge-ts": "1",
+            "x-svc-edge-signature": "v1=00",
+        },
+    )
+    assert r.status_code == 200, r.text
+    after = scrape(srv)
+    assert value(after, "svc_edge_signed_requests_total", result="refused") == before + 1
+    assert ("svc_edge_signed_requests_total", frozenset({("result", "out_of_scope")})) in after

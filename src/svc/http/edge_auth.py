@@ -465,7 +465,8 @@ def with_edge_auth(app: Any, settings: Settings) -> EdgeAuth:
     """``app`` behind :class:`EdgeAuth`, with the secrets of ``settings``, of the data
     directory's file and of the application's metadata store (``app`` is the Starlette
     application of :func:`svc.app.create_app` or a wrapper of it with ``.app``; its
-    ``state.edge_secrets`` is set, for the API that registers and revokes secrets)."""
+    ``state.edge_secrets`` is set, for the API that registers and revokes secrets, and
+    ``state.edge_auth``, whose counts /internal/metrics reports)."""
     inner = app
     while not hasattr(inner, "state") and hasattr(inner, "app"):
         inner = inner.app
@@ -477,7 +478,10 @@ def with_edge_auth(app: Any, settings: Settings) -> EdgeAuth:
     if state is not None:
         state.edge_secrets = secrets
     project_of = None if runtime is None else _project_of(runtime)
-    return EdgeAuth(app, secrets, settings.max_body_bytes, project_of)
+    auth = EdgeAuth(app, secrets, settings.max_body_bytes, project_of)
+    if state is not None:
+        state.edge_auth = auth  # its counts, for /internal/metrics
+    return auth
 
 
 def _project_of(runtime: Any) -> Callable[[Scope], Awaitable[str | None]]:

@@ -121,6 +121,7 @@ class ServiceCollector:
             return
         yield from self._requests()
         yield from self._ingestion(report["pipeline"])
+        yield from self._edge()
         yield from self._spool_and_loader(report)
         yield from self._rollups()
         yield from self._operations()
@@ -196,6 +197,22 @@ class ServiceCollector:
             "eventIds remembered for deduplication.",
             value=pipeline["rememberedEventIds"],
         )
+
+    def _edge(self) -> Iterator[Metric]:
+        edge = getattr(self.state, "edge_auth", None)  # svc.http.edge_auth (svcm serve)
+        if edge is None:
+            return
+        signed = CounterMetricFamily(
+            "svc_edge_signed_requests",
+            "POST /analytics with signed edge headers, by result: verified, refused (ignored: "
+            "unknown secret, bad signature or time, body over the limit), out_of_scope "
+            "(ignored: the key's project is not in the secret's scope).",
+            labels=["result"],
+        )
+        signed.add_metric(["verified"], edge.verified)
+        signed.add_metric(["refused"], edge.refused - edge.out_of_scope)
+        signed.add_metric(["out_of_scope"], edge.out_of_scope)
+        yield signed
 
     def _spool_and_loader(self, report: dict[str, Any]) -> Iterator[Metric]:
         pipeline = report["pipeline"]
