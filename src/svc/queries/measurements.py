@@ -173,18 +173,23 @@ def query_vitals(store: EventStore, query: Query, interval: str | None) -> dict[
     per bucket of the range (zero-filled: ``samples`` 0, no p75)."""
     p = plan(query)
     runner = Runner(store)
-    body: dict[str, Any] = vital_figures(runner.named(sql.vitals_total(p, Facts()))[0])
-    if interval is not None:
-        by_time = {r["time"]: r for r in runner.named(sql.vitals_series(p, Facts(), interval))}
-        empty = {
-            "samples": 0,
-            **{f"{v.name}_{x}": 0 for v in VITALS for x in ("n", "good", "poor")},
-        }
-        body["interval"] = interval
-        body["points"] = [
-            {"time": label, **vital_figures(by_time.get(label) or {**empty, **_no_p75()})}
-            for label in buckets(p.rng, interval)
-        ]
+    if interval is None:
+        return vital_figures(runner.named(sql.vitals_total(p, Facts()))[0])
+    # side by side (as the store can): the totals and the buckets
+    total, series = runner.together(
+        sql.vitals_total(p, Facts()), sql.vitals_series(p, Facts(), interval)
+    )
+    body: dict[str, Any] = vital_figures(total[0])
+    by_time = {r["time"]: r for r in series}
+    empty = {
+        "samples": 0,
+        **{f"{v.name}_{x}": 0 for v in VITALS for x in ("n", "good", "poor")},
+    }
+    body["interval"] = interval
+    body["points"] = [
+        {"time": label, **vital_figures(by_time.get(label) or {**empty, **_no_p75()})}
+        for label in buckets(p.rng, interval)
+    ]
     return body
 
 
