@@ -65,9 +65,11 @@ def test_delivery_text_html_and_inline_image(svc: Server, mail_server: MailServe
         '<p>Hello in HTML</p><img src="cid:chart@svc">',
         [Attachment("chart.png", "image/png", PNG, content_id="chart@svc")],
         kind="test",
+        headers={"Reply-To": "team@example.org"},
     )
     (msg,) = mail_server.wait_for(1, match=lambda m: m["To"] == to)
     assert msg["From"] == "svc <reports@example.org>" and msg["Subject"] == "Your report"
+    assert msg["Reply-To"] == "team@example.org"
     assert mail_id in msg["Message-ID"]
     body = msg.get_body(("plain",))
     html = msg.get_body(("html",))
@@ -95,6 +97,9 @@ def test_dedupe_key_enqueues_once(svc: Server, mail_server: MailServer) -> None:
     assert [m["Subject"] for m in mail_server.to(to)] == ["Once"]
     with pytest.raises(ValueError):
         enqueue(meta, "not an address", "x", "y")
+    for bad in ({"From": "x@y.z"}, {"X-A": "one\r\nBcc: x@y.z"}, {"bad name": "v"}):
+        with pytest.raises(ValueError):
+            enqueue(meta, to, "x", "y", headers=bad)
     meta.close()
 
 
@@ -129,6 +134,19 @@ def test_unsent_mail_survives_a_restart(svc: Server, mail_server: MailServer) ->
     wait_row(meta, mail_id, lambda m: m.status == "sent")
     assert len(mail_server.to(to)) == 1
     assert [m.id for m in list_mail(meta, status="queued")] == []
+    meta.close()
+
+
+def test_headers_column_added_to_a_store_made_before_it(tmp_path: Path) -> None:
+    meta = MetaStore(f"sqlite:///{tmp_path / 'meta.db'}")
+    meta.migrate()
+    with meta.engine.begin() as conn:  # as a store made by migration 20 of 30fa73a
+        conn.execute(text("ALTER TABLE mail_outbox DROP COLUMN headers"))
+        conn.execute(text("DELETE FROM schema_migrations WHERE version = 22"))
+    assert meta.migrate() == [22]
+    mail_id = enqueue(meta, "a@b.io", "s", "t", headers={"Auto-Submitted": "auto-generated"})
+    row = get_mail(meta, mail_id)
+    assert row is not None and row.headers == {"Auto-Submitted": "auto-generated"}
     meta.close()
 
 

@@ -141,6 +141,8 @@ def test_daily_report_equals_the_api_and_unsubscribes(svc: Server, mail_server: 
     # unsubscribe without signing in: GET shows a page and changes nothing, POST unsubscribes
     link = re.search(r"Unsubscribe: (\S+)", text)
     assert link and link.group(1).startswith("https://stats.example.org/unsubscribe/")
+    assert msg["List-Unsubscribe"].strip() == f"<{link.group(1)}>"  # RFC 8058 one-click
+    assert msg["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
     path = link.group(1).removeprefix("https://stats.example.org")
     page = httpx.get(svc.url + path)
     assert page.status_code == 200 and "<form" in page.text and to in page.text
@@ -150,7 +152,8 @@ def test_daily_report_equals_the_api_and_unsubscribes(svc: Server, mail_server: 
         ]
         == to
     )
-    assert httpx.post(svc.url + path).status_code == 200
+    one_click = httpx.post(svc.url + path, data={"List-Unsubscribe": "One-Click"})
+    assert one_click.status_code == 200 and "no longer get" in one_click.text
     listed = httpx.get(url, headers=auth(secret)).json()
     assert listed["subscriptions"] == [] and listed["mailEnabled"] is True
     is_error(httpx.post(svc.url + path, headers={"Accept": "application/json"}), 404)

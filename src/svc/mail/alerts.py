@@ -151,7 +151,7 @@ def check_all(
 ) -> int:
     """Look at the last complete hour of each project with alert subscribers, once per hour
     and project; enqueue the alerts that fire (blocking). Returns the mails enqueued."""
-    from svc.mail.scheduler import base_url, unsubscribe_url
+    from svc.mail.scheduler import base_url, list_headers, unsubscribe_url
 
     hour = last_complete_hour(now)
     hour_ms = int(hour.timestamp() * 1000)
@@ -176,9 +176,8 @@ def check_all(
             continue
         log.info("alert: %s %s at %s", project_id, alert.direction, hour.isoformat())
         for sub in subs:
-            subject, text, body = render(
-                alert, base_url(settings), unsubscribe_url(settings, sub.token)
-            )
+            unsubscribe = unsubscribe_url(settings, sub.token)
+            subject, text, body = render(alert, base_url(settings), unsubscribe)
             enqueue(
                 meta,
                 sub.email,
@@ -187,6 +186,7 @@ def check_all(
                 body,
                 kind="alert",
                 dedupe_key=f"alert:{project_id}:{hour_ms}:{sub.email}",
+                headers=list_headers(unsubscribe),
             )
             sent += 1
         with meta.engine.begin() as conn:

@@ -14,8 +14,9 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import re
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,11 @@ LEASE_MS = 5 * 60 * 1000
 #: The longest wait between two attempts (ms).
 MAX_BACKOFF_MS = 3600 * 1000
 STATUSES = ("queued", "sent", "failed")
+#: Headers a mail may not set itself (the message's own).
+RESERVED_HEADERS = frozenset(
+    ("from", "to", "cc", "bcc", "subject", "date", "message-id", "mime-version", "sender")
+)
+_HEADER_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,60}$")
 
 _t = tables.mail_outbox
 
@@ -81,6 +87,7 @@ class OutboxMail:
     created_at: int
     next_attempt_at: int
     sent_at: int | None
+    headers: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The row without its bodies and attachments (for listings)."""
@@ -111,6 +118,7 @@ def enqueue(
     *,
     kind: str = "other",
     dedupe_key: str | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> str:
     """Put one mail to one address in the outbox; return its id. It is sent by the runtime's
     worker as soon as possible (within a second or so) when ``SVC_SMTP_URL`` is set, and
@@ -123,13 +131,20 @@ def enqueue(
     ("invitation", "password_reset", "report", "alert", ...: at most 40 characters), for
     listings and logs. ``dedupe_key`` (at most 300 characters): a second mail with the key of
     one already in the outbox (sent or not) is not added, and the first one's id is returned
-    (a report is enqueued once per project, period and recipient). The From header is
-    ``SVC_MAIL_FROM``, set when the mail is sent. Blocking: call it in a worker thread.
+    (a report is enqueued once per project, period and recipient). ``headers``: more header
+    fields (``List-Unsubscribe``, ``Reply-To``, ...; not From, To, Subject, Date, Message-ID).
+    The From header is ``SVC_MAIL_FROM``, set when the mail is sent. Blocking: call it in a
+    worker thread.
     """
     if not to or "\n" in to or "\r" in to or "@" not in to:
         raise ValueError(f"not a mail address: {to!r}")
     if "\n" in subject or "\r" in subject:
         raise ValueError("a subject is one line")
+    for name, value in (headers or {}).items():
+        if not _HEADER_NAME.match(name) or name.lower() in RESERVED_HEADERS:
+            raise ValueError(f"not a header a mail may set: {name!r}")
+        if "\n" in value or "\r" in value:
+            raise ValueError(f"header {name} is one line")
     now = now_ms()
     mail_id = "mail_" + secrets.token_hex(12)
     row = {
@@ -141,6 +156,7 @@ def enqueue(
         "body_text": text,
         "body_html": html,
         "attachments": json.dumps([a.to_json() for a in attachments]),
+        "headers": json.dumps(dict(headers or {})),
         "status": "queued",
         "attempts": 0,
         "created_at": now,
@@ -304,4 +320,5 @@ def _mail(row: Any) -> OutboxMail:
         created_at=int(row.created_at),
         next_attempt_at=int(row.next_attempt_at),
         sent_at=None if row.sent_at is None else int(row.sent_at),
+        headers=json.loads(row.headers or "{}"),
     )

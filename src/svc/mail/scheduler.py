@@ -39,6 +39,16 @@ def unsubscribe_url(settings: Settings, token: str) -> str:
     return f"{base_url(settings)}/unsubscribe/{quote(token)}"
 
 
+def list_headers(unsubscribe: str) -> dict[str, str]:
+    """The headers of a mail to a subscriber: one-click unsubscribe (RFC 8058: the client POSTs
+    to the link, which unsubscribes), and that it was sent by a machine (RFC 3834)."""
+    return {
+        "List-Unsubscribe": f"<{unsubscribe}>",
+        "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+        "Auto-Submitted": "auto-generated",
+    }
+
+
 def send_reports(
     settings: Settings,
     meta: MetaStore,
@@ -98,6 +108,7 @@ def _enqueue_report(
         attachments,
         kind="report",
         dedupe_key=f"report:{report.project.id}:{period.key}:{sub.email}",
+        headers=list_headers(unsubscribe_url(settings, sub.token)),
     )
     return 1
 

@@ -84,6 +84,8 @@ def build_message(mail: OutboxMail, from_addr: str) -> EmailMessage:
     msg["Date"] = formatdate(localtime=False)
     domain = parseaddr(from_addr)[1].rpartition("@")[2] or "localhost"
     msg["Message-ID"] = make_msgid(idstring=mail.id, domain=domain)
+    for name, value in mail.headers.items():
+        msg[name] = value
     msg.set_content(mail.text)
     inline = [a for a in mail.attachments if a.content_id]
     if mail.html is not None:

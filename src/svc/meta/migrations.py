@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from sqlalchemy import Connection, Engine, inspect, select
+from sqlalchemy import Connection, Engine, inspect, select, text
 
 from svc.meta import tables
 
@@ -35,6 +35,12 @@ def _m021_mail_subscriptions(conn: Connection) -> None:
     tables.mail_alert_state.create(conn, checkfirst=True)
 
 
+def _m022_mail_headers(conn: Connection) -> None:
+    # a store made at 20 or later has the column already (the table is made as it is now)
+    if "headers" not in {c["name"] for c in inspect(conn).get_columns("mail_outbox")}:
+        conn.execute(text("ALTER TABLE mail_outbox ADD COLUMN headers TEXT NOT NULL DEFAULT '{}'"))
+
+
 def _m050_edge_secrets(conn: Connection) -> None:
     tables.edge_secrets.create(conn, checkfirst=True)
 
@@ -44,6 +50,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (2, "accounts: accounts, teams, members, sessions, invitations, resets", _m002_accounts),
     (20, "mail: the outbox", _m020_mail_outbox),
     (21, "mail: report and alert subscriptions, alerts' state", _m021_mail_subscriptions),
+    (22, "mail: extra headers of a mail (List-Unsubscribe)", _m022_mail_headers),
     (50, "edge: secrets registered over the API", _m050_edge_secrets),
 ]
 

@@ -211,6 +211,7 @@ mail_outbox = Table(
     Column("created_at", BigInteger, nullable=False),
     Column("next_attempt_at", BigInteger, nullable=False),
     Column("sent_at", BigInteger, nullable=True),
+    Column("headers", Text, nullable=False, server_default="{}"),  # migration 22
     Index("ix_mail_outbox_due", "status", "next_attempt_at"),
 )
 
