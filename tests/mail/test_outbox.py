@@ -150,6 +150,23 @@ def test_headers_column_added_to_a_store_made_before_it(tmp_path: Path) -> None:
     meta.close()
 
 
+def test_sent_mail_is_pruned_later_queued_mail_never(tmp_path: Path) -> None:
+    from svc.mail.outbox import prune
+
+    meta = MetaStore(f"sqlite:///{tmp_path / 'meta.db'}")
+    meta.migrate()
+    sent = enqueue(meta, "a@b.io", "sent", "t")
+    waiting = enqueue(meta, "c@d.io", "waiting", "t")
+    (mail, _) = claim_due(meta.engine, now_ms())
+    assert mail.id in (sent, waiting)
+    mark_sent(meta.engine, sent, 1_000)
+    assert prune(meta.engine, 999) == 0
+    assert prune(meta.engine, 1_001) == 1
+    assert get_mail(meta, sent) is None and get_mail(meta, waiting) is not None
+    assert prune(meta.engine, now_ms() + 10**9) == 0  # queued mail stays, however old
+    meta.close()
+
+
 def test_backoff_doubles_up_to_an_hour() -> None:
     assert [backoff_ms(n, 30_000) for n in (1, 2, 3)] == [30_000, 60_000, 120_000]
     assert backoff_ms(40, 30_000) == 3600_000

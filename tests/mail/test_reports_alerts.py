@@ -4,6 +4,7 @@ the real server's scheduler, mail read back from a real SMTP server (aiosmtpd)."
 from __future__ import annotations
 
 import re
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -217,3 +218,10 @@ def test_alert_fires_on_a_spike_and_names_its_source(svc: Server, mail_server: M
     assert pages[0].strip().startswith("/launch: 20"), text
     assert "against 2.0 on average in the same hour of the 3 days before" in text
     assert msg.get_body(("html",)) is not None
+
+    # at most one alert an hour per project: a subscriber added now gets none for this hour
+    late = f"late-{p['id'][-6:]}@example.com"
+    r = httpx.post(url, json={"email": late, "kind": "alerts"}, headers=auth(secret))
+    assert r.status_code == 201
+    time.sleep(1.5)  # the scheduler ran at once (the subscription woke it), and mailed no one
+    assert mail_server.to(late) == [] and len(mail_server.to(to)) == 1

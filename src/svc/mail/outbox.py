@@ -4,7 +4,8 @@ A mail is one row of ``mail_outbox`` (SQLite or PostgreSQL), written by :func:`e
 the caller's transaction or its own; nothing is lost when the process stops, crashes or the
 mail server is down: the worker (:mod:`svc.mail.worker`) sends what is due, and a mail it
 could not send is tried again later. Statuses: ``queued`` (waiting, or being sent),
-``sent``, ``failed`` (the server refused it for good, a 5xx answer). Delivery is at least
+``sent``, ``failed`` (the server refused it for good, a 5xx answer); sent and failed mail is
+deleted :data:`KEEP_MS` (30 days) later (:func:`prune`, by the runtime). Delivery is at least
 once: a process killed between the server's acceptance and the row's update sends that mail
 again after its lease (:data:`LEASE_MS`).
 """
@@ -20,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, func, select, update
+from sqlalchemy import Connection, Engine, and_, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from svc.meta import tables
@@ -31,6 +32,8 @@ from svc.timeutil import now_ms
 LEASE_MS = 5 * 60 * 1000
 #: The longest wait between two attempts (ms).
 MAX_BACKOFF_MS = 3600 * 1000
+#: How long a mail sent (or failed for good) stays in the outbox (ms).
+KEEP_MS = 30 * 24 * 3600 * 1000
 STATUSES = ("queued", "sent", "failed")
 #: Headers a mail may not set itself (the message's own).
 RESERVED_HEADERS = frozenset(
@@ -266,7 +269,14 @@ def mark_sent(engine: Engine, mail_id: str, now: int) -> None:
         conn.execute(
             update(_t)
             .where(_t.c.id == mail_id)
-            .values(status="sent", sent_at=now, last_error=None, body_html=None, attachments="[]")
+            .values(
+                status="sent",
+                sent_at=now,
+                next_attempt_at=now,
+                last_error=None,
+                body_html=None,
+                attachments="[]",
+            )
         )
 
 
@@ -288,6 +298,16 @@ def mark_failed(
             )
         )
     return next_at
+
+
+def prune(engine: Engine, before_ms: int) -> int:
+    """Delete the mails sent, or failed for good, before ``before_ms``; return how many. Their
+    dedupe keys go with them: reports and alerts keep their own record of what was mailed."""
+    with engine.begin() as conn:
+        result = conn.execute(
+            delete(_t).where(_t.c.status.in_(("sent", "failed")), _t.c.next_attempt_at < before_ms)
+        )
+    return int(result.rowcount or 0)
 
 
 def backoff_ms(attempts: int, retry_ms: float) -> float:

@@ -9,7 +9,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-from svc.mail import alerts, scheduler
+from svc.mail import alerts, outbox, scheduler
 from svc.mail.worker import MailWorker
 from svc.meta.store import MetaStore
 from svc.settings import Settings
@@ -86,6 +86,8 @@ class MailService:
                 n += await asyncio.to_thread(
                     alerts.check_all, self.settings, self.meta, self.store, now, loaded
                 )
+                keep_after = int(now.timestamp() * 1000) - outbox.KEEP_MS
+                await asyncio.to_thread(outbox.prune, self.meta.engine, keep_after)
                 if n:
                     self.notify()
             except Exception as exc:  # a store down: try again at the next tick
