@@ -378,3 +378,34 @@ def test_only_the_admin_sets_a_retention_and_bad_values_name_the_field(kept: His
     r = httpx.patch(own_url, json={"options": {"onlyOwnDomains": False}}, headers=secret)
     assert r.status_code == 200, r.text
     assert r.json()["options"]["retentionMonths"] == OWN_MONTHS
+
+
+def test_an_import_after_the_deletion_keeps_the_rollups_of_the_deleted_days(
+    kept: History, tmp_path: Path
+) -> None:
+    """An import rebuilds its project's recent rollups; those of the days whose raw events
+    are gone are all that is left of them, and stay (svc.storage.rollups.Rollups.forget).
+    Last in the module: it restarts the service."""
+    srv = kept.srv
+    srv.stop()
+    one = tmp_path / "one.ndjson"
+    one.write_text(
+        json.dumps(
+            {"event": "page_view", "url": "https://shop.example/new", "ts": _ms(RECENT, 12)}
+            | {"sessionId": "late", "eventId": "own-late"}
+        )
+    )
+    svcm = [sys.executable, "-m", "svc", "import", "-p", "own", str(one), "--json", "-q"]
+    done = subprocess.run(
+        [*svcm, "--data-dir", str(srv.data_dir)],
+        env=clean_env(tmp_path / "config.toml"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0 and json.loads(done.stdout)["imported"] == 1, done.stderr
+    srv.start()
+    for r in ("old", "mid"):
+        after = _reads(srv, kept.key("own"), *RANGES[r])
+        for report in ("metrics", "source", "page", "event"):
+            assert after[report] == kept.before[("own", r)][report], (r, report)
