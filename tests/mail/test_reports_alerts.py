@@ -225,3 +225,26 @@ def test_alert_fires_on_a_spike_and_names_its_source(svc: Server, mail_server: M
     assert r.status_code == 201
     time.sleep(1.5)  # the scheduler ran at once (the subscription woke it), and mailed no one
     assert mail_server.to(late) == [] and len(mail_server.to(to)) == 1
+
+
+def test_members_choose_their_own_subscriptions(svc: Server, mail_server: MailServer) -> None:
+    from tests.accounts.conftest import call, invite_and_accept, new_team
+
+    team_id, owner = new_team(svc, "mail-team", mail=mail_server)
+    r = call(svc, "POST", "/projects", owner.token, json={"name": "team-" + uuid.uuid4().hex[:6]})
+    assert r.status_code == 201, r.text
+    url = f"/projects/{r.json()['id']}/subscriptions"
+    viewer = invite_and_accept(svc, owner.token, team_id, "viewer", mail=mail_server)
+    boss = call(svc, "POST", url, owner.token, json={"email": "boss@acme.test", "kind": "weekly"})
+    assert boss.status_code == 201, boss.text
+
+    # a viewer subscribes and removes its own address, and sees only its own
+    mine = call(svc, "POST", url, viewer.token, json={"email": viewer.email, "kind": "monthly"})
+    assert mine.status_code == 201, mine.text
+    other = call(svc, "POST", url, viewer.token, json={"email": "x@acme.test", "kind": "weekly"})
+    is_error(other, 403)
+    seen = call(svc, "GET", url, viewer.token).json()["subscriptions"]
+    assert [s["email"] for s in seen] == [viewer.email]
+    assert len(call(svc, "GET", url, owner.token).json()["subscriptions"]) == 2
+    is_error(call(svc, "DELETE", f"{url}/{boss.json()['id']}", viewer.token), 403)
+    assert call(svc, "DELETE", f"{url}/{mine.json()['id']}", viewer.token).status_code == 200

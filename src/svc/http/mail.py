@@ -2,7 +2,8 @@
 
 - ``GET|POST /projects/{project_id}/subscriptions``, ``DELETE .../subscriptions/{id}``: the
   project's subscriptions (right ``edit``: the admin token, the project's secret key, a
-  team's owner, admin or editor);
+  team's owner, admin or editor); a member who may only read the project (a viewer, a guest)
+  lists, adds and removes the subscriptions of its own address;
 - ``GET /unsubscribe/{token}``: a small page with a button (JSON with ``Accept:
   application/json``); ``POST /unsubscribe/{token}``: unsubscribes (no credential: the token
   is one; single use). GET changes nothing, so that a mail scanner following links does not
@@ -20,24 +21,34 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
+from svc.auth import Principal
 from svc.errors import ApiError, Forbidden, InvalidRequest, NotFound
 from svc.http.common import error_response, json_body, json_response, principal_of, runtime_of
 from svc.mail import mail_enabled, outbox, subscriptions
 from svc.mail.subscriptions import Subscription
 
 
-async def _editor(request: Request, project_id: str) -> None:
-    principal = await principal_of(request)
-    principal.require("edit", project_id)
+def _own_email(principal: Principal, project_id: str) -> str | None:
+    """The address of an account that may read the project but not edit it (a viewer, a
+    guest): such a member manages its own subscriptions only. None for everyone else."""
+    access = principal.access
+    if access is None or "edit" in access.on_project(project_id):
+        return None
+    return access.email.lower()
 
 
 async def list_subscriptions(request: Request) -> Response:
     project_id = request.path_params["project_id"]
     try:
-        await _editor(request, project_id)
+        principal = await principal_of(request)
+        own = _own_email(principal, project_id)
+        # keys and the admin token: edit; an account: read, and a reader sees its own only
+        principal.require("edit" if principal.access is None else "read", project_id)
         meta = runtime_of(request).meta
         await asyncio.to_thread(meta.get_project, project_id)
         subs = await asyncio.to_thread(subscriptions.list_subscriptions, meta, project_id)
+        if own is not None:
+            subs = [s for s in subs if s.email == own]
     except ApiError as exc:
         return error_response(exc)
     return json_response(
@@ -51,8 +62,12 @@ async def list_subscriptions(request: Request) -> Response:
 async def create_subscription(request: Request) -> Response:
     project_id = request.path_params["project_id"]
     try:
-        await _editor(request, project_id)
+        principal = await principal_of(request)
         body = await json_body(request)
+        own = _own_email(principal, project_id)
+        asked = body.get("email")
+        mine = own is not None and isinstance(asked, str) and asked.strip().lower() == own
+        principal.require("read" if mine else "edit", project_id)  # members choose their own
         unknown = sorted(set(body) - {"email", "kind"})
         if unknown:
             raise InvalidRequest(f"unknown field {unknown[0]!r}", field=unknown[0])
@@ -71,14 +86,17 @@ async def create_subscription(request: Request) -> Response:
 
 async def delete_subscription(request: Request) -> Response:
     project_id = request.path_params["project_id"]
+    subscription_id = request.path_params["subscription_id"]
     try:
-        await _editor(request, project_id)
-        sub = await asyncio.to_thread(
-            subscriptions.remove,
-            runtime_of(request).meta,
-            project_id,
-            request.path_params["subscription_id"],
-        )
+        principal = await principal_of(request)
+        meta = runtime_of(request).meta
+        own = _own_email(principal, project_id)
+        mine = False
+        if own is not None:  # a reader may remove its own subscription
+            found = await asyncio.to_thread(subscriptions.find, meta, project_id, subscription_id)
+            mine = found is not None and found.email == own
+        principal.require("read" if mine else "edit", project_id)
+        sub = await asyncio.to_thread(subscriptions.remove, meta, project_id, subscription_id)
     except ApiError as exc:
         return error_response(exc)
     return json_response(sub.to_json())

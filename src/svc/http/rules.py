@@ -61,9 +61,9 @@ RULES: dict[str, str] = {
     "POST /projects/{project_id}/guests": "members",
     "DELETE /projects/{project_id}/guests/{account_id}": "members",
     # email reports and alerts (svc.http.mail)
-    "GET /projects/{project_id}/subscriptions": "edit",
-    "POST /projects/{project_id}/subscriptions": "edit",
-    "DELETE /projects/{project_id}/subscriptions/{subscription_id}": "edit",
+    "GET /projects/{project_id}/subscriptions": "read",  # keys: edit; a reader sees its own
+    "POST /projects/{project_id}/subscriptions": "edit",  # a reader: its own address (read)
+    "DELETE /projects/{project_id}/subscriptions/{subscription_id}": "edit",  # likewise
     "GET /unsubscribe/{token}": PUBLIC,  # the token in the path is the credential
     "POST /unsubscribe/{token}": PUBLIC,
     "GET /internal/mail": ADMIN,

@@ -128,6 +128,14 @@ def remove(meta: MetaStore, project_id: str, subscription_id: str) -> Subscripti
     return _sub(row)
 
 
+def find(meta: MetaStore, project_id: str, subscription_id: str) -> Subscription | None:
+    with meta.engine.connect() as conn:
+        row = conn.execute(
+            select(_t).where(_t.c.id == subscription_id, _t.c.project_id == project_id)
+        ).first()
+    return None if row is None else _sub(row)
+
+
 def by_token(meta: MetaStore, token: str) -> Subscription | None:
     if not token or len(token) > 64:
         return None
