@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,29 +14,13 @@ from svc.mail import Attachment, enqueue, get_mail, list_mail
 from svc.mail.outbox import backoff_ms, claim_due, mark_failed, mark_sent
 from svc.meta.store import MetaStore
 from svc.timeutil import now_ms
-from tests.mail_server import MailServer, mail_server
+from tests.mail_server import MailServer
 from tests.support import Server
-
-__all__ = ["mail_server"]
 
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
     "1f15c4890000000d49444154789c6360000002000185d114090000000049454e44ae426082"
 )
-
-
-@pytest.fixture(scope="module")
-def svc(tmp_path_factory: pytest.TempPathFactory, mail_server: MailServer) -> Iterator[Server]:
-    srv = Server(
-        tmp_path_factory.mktemp("mail") / "data",
-        env={
-            "SVC_SMTP_URL": mail_server.url,
-            "SVC_MAIL_FROM": "svc <reports@example.org>",
-            "SVC_MAIL_RETRY_SECONDS": "0.2",
-        },
-    ).start()
-    yield srv
-    srv.stop()
 
 
 def meta_of(srv: Server) -> MetaStore:

@@ -6,36 +6,18 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import httpx
-import pytest
 
 from svc.mail.report import change, shown
-from tests.mail_server import MailServer, mail_server
+from tests.mail_server import MailServer
 from tests.support import Server, is_error
-
-__all__ = ["mail_server"]
 
 TZ = "America/New_York"
 UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/12{}.0 Safari"
-
-
-@pytest.fixture(scope="module")
-def svc(tmp_path_factory: pytest.TempPathFactory, mail_server: MailServer) -> Iterator[Server]:
-    srv = Server(
-        tmp_path_factory.mktemp("reports") / "data",
-        env={
-            "SVC_SMTP_URL": mail_server.url,
-            "SVC_MAIL_RETRY_SECONDS": "0.2",
-            "SVC_BASE_URL": "https://stats.example.org",
-        },
-    ).start()
-    yield srv
-    srv.stop()
 
 
 def ev(visitor: int, at: datetime, path: str = "/", **extra: Any) -> dict[str, Any]:
