@@ -55,6 +55,7 @@ OLD = month_start(5) + timedelta(days=14)  # before every horizon below
 MID = month_start(2) + timedelta(days=14)  # before `own`'s (1 month), after the default (3)
 RECENT = TODAY - timedelta(days=3)  # inside every horizon
 DEFAULT_MONTHS, OWN_MONTHS = 3, 1
+METRICS_TOKEN = "retention-metrics-" + "x" * 16
 
 
 def _ms(day: date, hour: int, minute: int = 0) -> int:
@@ -267,6 +268,7 @@ def kept(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
             SVC_RETENTION_MONTHS=str(DEFAULT_MONTHS),
             SVC_ROLLUP_RETENTION_MONTHS="24",
             SVC_RETENTION_INTERVAL_SECONDS="0.2",
+            SVC_INTERNAL_METRICS_TOKEN=METRICS_TOKEN,
         )
         srv.start()
         r = httpx.patch(
@@ -336,6 +338,21 @@ def test_the_api_says_when_a_range_reaches_past_the_raw_events(kept: History) ->
     # inside the horizon: nothing said
     recent = httpx.get(srv.url + "/metrics", params={"from": RECENT.isoformat()}, headers=auth)
     assert "rawDataFrom" not in recent.json() and "X-Svc-Raw-Data-From" not in recent.headers
+
+
+def test_the_job_reports_to_prometheus(kept: History) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    r = httpx.get(
+        kept.srv.url + "/internal/metrics",
+        headers={"Authorization": f"Bearer {METRICS_TOKEN}"},
+        timeout=30,
+    )
+    assert r.status_code == 200, r.text
+    got = {s.name: s.value for f in text_string_to_metric_families(r.text) for s in f.samples}
+    assert got["svc_retention_runs_total"] >= 1 and got["svc_retention_failures_total"] == 0
+    assert got["svc_retention_partitions_dropped_total"] + got["svc_retention_deletes_total"] > 0
+    assert got["svc_retention_last_success_timestamp_seconds"] > 0
 
 
 def test_the_dashboard_says_so_too(kept: History) -> None:

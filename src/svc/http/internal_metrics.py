@@ -333,6 +333,42 @@ class ServiceCollector:
             "Days whose rollups were computed (a day again when late events changed it).",
             value=runtime.rollups.days_computed,
         )
+        yield from self._retention()
+
+    def _retention(self) -> Iterator[Metric]:
+        """The retention job's figures (svc.retention.job), after each rollup pass."""
+        job = getattr(self.runtime, "retention", None)
+        if job is None:
+            return
+        yield CounterMetricFamily(
+            "svc_retention_runs", "Runs of the retention job that ended.", value=job.runs
+        )
+        yield CounterMetricFamily(
+            "svc_retention_failures",
+            "Runs of the retention job that failed (tried again a SVC_RETENTION_INTERVAL_SECONDS "
+            "later; the log says why).",
+            value=job.failures,
+        )
+        yield GaugeMetricFamily(
+            "svc_retention_last_success_timestamp_seconds",
+            "When the retention job last ended well (Unix time; 0: not yet).",
+            value=job.last_success_at,
+        )
+        yield GaugeMetricFamily(
+            "svc_retention_last_duration_seconds",
+            "Time the retention job's last run took.",
+            value=job.last_seconds,
+        )
+        yield CounterMetricFamily(
+            "svc_retention_partitions_dropped",
+            "Month partitions the retention job dropped whole.",
+            value=job.partitions_dropped,
+        )
+        yield CounterMetricFamily(
+            "svc_retention_deletes",
+            "Deletes (mutations) of a project's rows past its retention, per table.",
+            value=job.deletes,
+        )
 
     def _operations(self) -> Iterator[Metric]:
         """The lake's and the scheduled backups' figures, when they are on (svc.lake,

@@ -73,7 +73,14 @@ class RetentionJob:
         self._recorded: dict[str, tuple[date, date]] = {}
         self._lock = threading.Lock()  # one run at a time
         self._last_run: float | None = None
+        #: for /internal/metrics: runs done and failed, the last one's end (Unix time) and
+        #: time, partitions dropped and deletes done since start
         self.runs = 0
+        self.failures = 0
+        self.last_success_at = 0.0
+        self.last_seconds = 0.0
+        self.partitions_dropped = 0
+        self.deletes = 0
         self.last_report: RunReport | None = None
 
     # the readers' side --------------------------------------------------------------------
@@ -109,9 +116,16 @@ class RetentionJob:
         with self._lock:
             self._last_run = time.monotonic()
             started = time.perf_counter()
-            report = self._run(today or _today())
-            report.seconds = time.perf_counter() - started
+            try:
+                report = self._run(today or _today())
+            except Exception:
+                self.failures += 1
+                raise
+            report.seconds = self.last_seconds = time.perf_counter() - started
             self.runs += 1
+            self.last_success_at = time.time()
+            self.partitions_dropped += len(report.dropped_partitions)
+            self.deletes += len(report.deletes)
             self.last_report = report
             if report.did_anything:
                 log.info(
