@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.accounts.conftest import PASSWORD, call, invite_token, sign_in, unique_email
+from tests.accounts.conftest import (
+    CHEAP_HASHES,
+    PASSWORD,
+    call,
+    invite_token,
+    sign_in,
+    unique_email,
+)
 from tests.cli.support import clean_env, svcm
 from tests.support import Server, is_error
 
@@ -54,3 +61,17 @@ def test_operator_makes_the_first_owner_invites_and_disables(srv: Server, tmp_pa
         1, "password"
     )
     svcm("users", "create", "--email", email, env=env, stdin=PASSWORD + "\n").fails(1, "exists")
+
+
+def test_init_makes_the_first_owner(tmp_path: Path) -> None:
+    env = clean_env(tmp_path / "config.toml", **CHEAP_HASHES)
+    data = tmp_path / "data"
+    args = ("init", "--data-dir", str(data), "--owner", "zed@example.com", "--json")
+    made = svcm(*args, env=env, stdin=PASSWORD + "\n").ok().json()
+    assert made["owner"]["team"]["role"] == "owner" and made["adminToken"]
+    srv = Server(data, env=dict(CHEAP_HASHES)).start()
+    try:
+        token = sign_in(srv, "zed@example.com").json()["token"]
+        assert call(srv, "GET", "/account", token).json()["teams"][0]["role"] == "owner"
+    finally:
+        srv.stop()

@@ -12,7 +12,8 @@ import sys
 from typing import Any
 
 from svc.cli.common import Context, command, connection_options, group, output_options
-from svc.cli.errors import UsageError
+from svc.cli.errors import CliError, UsageError
+from svc.settings import Settings
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -136,6 +137,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="the role in the team (default viewer)",
     )
     p.add_argument("--project", metavar="PROJECT", help="invite a guest of this project instead")
+
+
+def create_first_owner(ctx: Context, settings: Settings, email: str) -> dict[str, Any]:
+    """``svcm init --owner EMAIL``: an account and a team it owns, written to the data
+    directory's metadata store (no service runs on it)."""
+    from svc.accounts.service import AccountService
+    from svc.errors import ApiError
+    from svc.meta.store import MetaStore
+
+    meta = MetaStore(settings.effective_meta_url)
+    try:
+        service = AccountService(meta, settings)
+        return service.create_account(
+            email, _password(ctx), team_name=email.split("@", 1)[0] or "team"
+        )
+    except ApiError as exc:
+        raise CliError(exc.message) from exc
+    finally:
+        meta.close()
 
 
 def _password(ctx: Context) -> str:

@@ -29,6 +29,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "svcm init --data-dir /var/lib/svc",
             "TOKEN=$(svcm init --data-dir ./data)   # the token alone on stdout",
             "svcm init --data-dir ./data --new-admin-token   # replace a lost token",
+            "svcm init --data-dir ./data --owner ada@example.com   # and the first owner",
         ],
         handler=run_init,
         parents=[out],
@@ -38,6 +39,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--new-admin-token",
         action="store_true",
         help="replace the admin token of an existing data directory (restart the service after)",
+    )
+    p.add_argument(
+        "--owner",
+        metavar="EMAIL",
+        help="also create the first owner's account and team (its password is asked for, or "
+        "read from stdin)",
     )
 
     p = command(
@@ -141,6 +148,11 @@ def run_init(ctx: Context) -> int:
     except OSError as exc:
         raise CliError(f"cannot create {data_dir}: {exc.strerror}") from exc
     applied = _migrate(data_dir)
+    owner = None
+    if ctx.opt("owner"):  # svc.cli.accounts: the first owner, in the metadata store
+        from svc.cli.accounts import create_first_owner
+
+        owner = create_first_owner(ctx, settings, str(ctx.opt("owner")))
     if ctx.json:
         ctx.out.json(
             {
@@ -148,11 +160,16 @@ def run_init(ctx: Context) -> int:
                 "created": not existed,
                 "adminToken": token,
                 "migrations": applied,
+                **({"owner": owner} if owner else {}),
             }
         )
         return 0
     verb = "Created" if not existed else "Checked"
     ctx.out.done(f"{verb} the data directory {data_dir}")
+    if owner:
+        ctx.out.done(
+            f"Created the first owner {owner['account']['email']} of {owner['team']['name']}"
+        )
     if token:
         ctx.out.secret("Admin token (shown once, keep it safe)", token)
         ctx.out.note(
