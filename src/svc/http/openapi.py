@@ -33,6 +33,12 @@ JSON = "application/json"
 Timestamp = Annotated[datetime, Meta(tz=True)]
 #: A share, with one decimal and a percent sign.
 Percent = Annotated[str, Meta(pattern=r"^[0-9]+\.[0-9]%$", examples=["42.5%"])]
+#: A range that reaches before the raw events (docs/api.md, Retention): their first day, and
+#: what the answer holds of the days before it.
+RawDataFrom = Annotated[
+    date, Meta(description="The first day (UTC) of raw events, when the range begins before it.")
+]
+Notes = Annotated[list[str], Meta(description="What the answer holds of the days before it.")]
 
 
 def _camel(name: str) -> str | None:
@@ -114,6 +120,8 @@ class Metrics(Doc):
     to: date | UnsetType = UNSET
     timezone: str | UnsetType = UNSET
     project_id: str | UnsetType = UNSET
+    raw_data_from: RawDataFrom | UnsetType = UNSET
+    notes: Notes | UnsetType = UNSET
 
 
 class SessionRow(Doc):
@@ -135,12 +143,16 @@ class Point(SessionRow, kw_only=True):
 class Timeseries(Doc):
     interval: str
     points: list[Point]
+    raw_data_from: RawDataFrom | UnsetType = UNSET
+    notes: Notes | UnsetType = UNSET
 
 
 class Breakdown(Doc):
     by: str
     rows: list[SessionRow]
     total_rows: Annotated[int, Meta(description="Rows in all, past `limit` and `offset`.")]
+    raw_data_from: RawDataFrom | UnsetType = UNSET
+    notes: Notes | UnsetType = UNSET
 
 
 # the extensions' reports (svc.queries.measurements; docs/api.md, Page measurements) ---------
@@ -324,6 +336,26 @@ class ProjectOptions(Doc):
             Meta(
                 description="Admin token only: the project's own events a month "
                 "(0: unlimited; null: its plan's). See docs/limits.md."
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
+    retention_months: (
+        Annotated[
+            int | None,
+            Meta(
+                description="Admin token only: months of raw events kept, 0-1200 (0: forever; "
+                "null: SVC_RETENTION_MONTHS). See docs/api.md, Retention.",
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
+    rollup_retention_months: (
+        Annotated[
+            int | None,
+            Meta(
+                description="Admin token only: months of daily rollups kept, 0-1200 (0: "
+                "forever; null: SVC_ROLLUP_RETENTION_MONTHS); never less than the raw events.",
             ),
         ]
         | UnsetType
