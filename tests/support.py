@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import secrets
 import signal
-import socket
 import string
 import subprocess
 import sys
@@ -15,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from tests.parallel import free_port as free_port  # re-exported: tests import it from here
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,12 +50,6 @@ SERVE = (
     "sys.exit(run(Settings.from_env(host='127.0.0.1', port=int(sys.argv[1]), "
     "data_dir=sys.argv[2])))"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def admin_token() -> str:
