@@ -11,6 +11,9 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 DATA ?= ./data
 PYTEST_ARGS ?=
+# The Python suite in two processes (pytest-xdist), each test file whole on one of them: its
+# module-scoped servers and browsers start once. PYTEST_WORKERS=0 runs it serially.
+PYTEST_WORKERS ?= 2
 
 .PHONY: help run test setup lint typecheck pytest services stop-services chromium dashboard-deps bench clean
 
@@ -67,7 +70,7 @@ typecheck: $(STAMPS)/venv
 
 pytest: $(STAMPS)/venv tracker dashboard dashboard-deps chromium services client-js-build edge-deps
 	set -a && source $(STAMPS)/services.env && set +a && \
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 test: lint typecheck pytest client-js-test edge-check
 
