@@ -17,10 +17,12 @@ export class ApiError extends Error {
   }
 }
 
-export type Kind = "admin" | "secret" | "share";
+export type Kind = "admin" | "secret" | "share" | "session" | "none";
 
 export function kindOf(token: string): Kind {
+  if (!token) return "none";
   if (token.startsWith("svc_admin_")) return "admin";
+  if (token.startsWith("svc_sess_")) return "session";
   if (token.startsWith("svc_share_")) return "share";
   return "secret";
 }
@@ -62,7 +64,8 @@ export class Api {
   }
 
   async send<T>(method: string, url: string, body?: unknown, retry = 1): Promise<T> {
-    const headers: Record<string, string> = { Authorization: `Bearer ${this.token}` };
+    const headers: Record<string, string> = {};
+    if (this.token) headers.Authorization = `Bearer ${this.token}`;
     if (body !== undefined) headers["Content-Type"] = "application/json";
     let res: Response;
     try {

@@ -2,6 +2,19 @@
 
 import type { JSX } from "preact";
 import { useEffect, useMemo, useState } from "preact/hooks";
+import {
+  AccountDialog,
+  clearHash,
+  ForgotPassword,
+  InvitePage,
+  PasswordSignIn,
+  ResetPage,
+  TeamDialog,
+  tokenFromHash,
+  may,
+  roleLabel,
+  type Me,
+} from "./accounts";
 import { Api, ApiError, type Params } from "./api";
 import { Chart } from "./chart";
 import { Query, scoped, useLoad, type Ctx } from "./context";
@@ -34,6 +47,8 @@ export interface Session {
   api: Api;
   projects: Project[];
   readOnly: boolean;
+  /** The signed-in account (a session token), else null. */
+  me: Me | null;
 }
 
 function projectFrom(m: MetricsAnswer): Project {
@@ -48,15 +63,22 @@ async function probe(api: Api): Promise<Project> {
 
 export async function openSession(token: string): Promise<Session> {
   const api = new Api(token);
-  if (api.kind === "share") return { api, projects: [await probe(api)], readOnly: true };
+  if (api.kind === "share") return { api, projects: [await probe(api)], readOnly: true, me: null };
+  if (api.kind === "session") {
+    const [r, me] = await Promise.all([
+      api.get<{ projects: Project[] }>("/projects"),
+      api.send<Me>("GET", "/account"),
+    ]);
+    return { api, projects: r.projects, readOnly: false, me };
+  }
   try {
     const r = await api.get<{ projects: Project[] }>("/projects");
-    return { api, projects: r.projects, readOnly: false };
+    return { api, projects: r.projects, readOnly: false, me: null };
   } catch (e) {
     if (!(e instanceof ApiError) || e.status !== 403) throw e;
   }
   try {
-    return { api, projects: [await probe(api)], readOnly: true };
+    return { api, projects: [await probe(api)], readOnly: true, me: null };
   } catch (e) {
     if (e instanceof ApiError && e.status === 403) {
       throw new ApiError(
@@ -93,7 +115,9 @@ export function App(props: { shareToken: string | null }): JSX.Element {
         setError(
           props.shareToken
             ? shareMessage(new ApiError(401, "invalid_api_key", ""))
-            : "Your key is no longer valid (revoked or expired). Sign in again.",
+            : s.api.kind === "session"
+              ? "Your session has ended (signed out, expired or your access changed). Sign in again."
+              : "Your key is no longer valid (revoked or expired). Sign in again.",
         );
       };
       if (!props.shareToken) {
@@ -114,13 +138,66 @@ export function App(props: { shareToken: string | null }): JSX.Element {
     if (token) void start(token, true);
   }, []);
 
-  const signOut = () => {
+  const [invite, setInvite] = useState(() => (props.shareToken ? null : tokenFromHash("invite")));
+  const [reset, setReset] = useState(() => (props.shareToken ? null : tokenFromHash("reset")));
+  useEffect(() => {
+    if (props.shareToken) return;
+    // A link pasted into a tab that has the dashboard open only changes the hash.
+    const onHash = () => {
+      setInvite(tokenFromHash("invite"));
+      setReset(tokenFromHash("reset"));
+    };
+    window.addEventListener("hashchange", onHash);
+    return () => window.removeEventListener("hashchange", onHash);
+  }, []);
+
+  /** Forgets the credential; a session is also ended on the server unless it is already. */
+  const signOut = (tellServer = true) => {
     sessionStorage.removeItem(STORE_KEY);
-    session?.api.clear();
+    if (session) {
+      session.api.onUnauthorized = null;
+      session.api.clear();
+      if (tellServer && session.api.kind === "session")
+        void session.api.send("POST", "/auth/signout").catch(() => {});
+    }
     setSession(null);
   };
 
-  if (session) return <Dashboard session={session} onSignOut={props.shareToken ? null : signOut} />;
+  if (reset) {
+    return (
+      <ResetPage
+        token={reset}
+        onDone={() => {
+          clearHash();
+          setReset(null);
+          signOut(false);
+        }}
+      />
+    );
+  }
+  if (invite) {
+    return (
+      <InvitePage
+        token={invite}
+        session={session?.api.kind === "session" ? session.api : null}
+        signedInAs={session?.me?.email ?? ""}
+        onAccepted={(token) => {
+          clearHash();
+          setInvite(null);
+          void start(token, true);
+        }}
+      />
+    );
+  }
+  if (session) {
+    return (
+      <Dashboard
+        session={session}
+        onSignOut={props.shareToken ? null : signOut}
+        onRefresh={() => void start(session.api.token, true)}
+      />
+    );
+  }
   if (props.shareToken) {
     return (
       <main id="main" class="center-page">
@@ -142,6 +219,41 @@ export function App(props: { shareToken: string | null }): JSX.Element {
   return <SignIn busy={busy} error={error} onSubmit={start} />;
 }
 
+/** The account's buttons of the top bar (Team and access, Your account) and their dialogs. */
+function AccountButtons(props: {
+  session: Session;
+  project: Project | null;
+  onSignOut: (tellServer?: boolean) => void;
+  onRefresh: () => void;
+}): JSX.Element | null {
+  const [open, setOpen] = useState<"" | "account" | "team">("");
+  const { api, me } = props.session;
+  if (!me) return null;
+  return (
+    <>
+      <button type="button" class="ghost" onClick={() => setOpen("team")}>
+        Team
+      </button>
+      <button type="button" class="ghost" onClick={() => setOpen("account")} title={me.email}>
+        Account
+      </button>
+      {open === "account" && (
+        <AccountDialog api={api} onClose={() => setOpen("")} onSignedOut={props.onSignOut} />
+      )}
+      {open === "team" && (
+        <TeamDialog
+          api={api}
+          teams={me.teams}
+          me={me.id}
+          project={props.project}
+          onClose={() => setOpen("")}
+          onChanged={props.onRefresh}
+        />
+      )}
+    </>
+  );
+}
+
 function shareMessage(e: unknown): string {
   if (e instanceof ApiError && (e.status === 401 || e.status === 403)) {
     return "This share link is not valid any more: it may have been revoked. Ask the site's owner for a new one.";
@@ -158,54 +270,63 @@ function SignIn(props: {
   const [remember, setRemember] = useState(true);
   return (
     <main id="main" class="center-page">
-      <form
-        class="card signin"
-        onSubmit={(e) => {
-          e.preventDefault();
-          if (token.trim()) props.onSubmit(token.trim(), remember);
-        }}
-      >
+      <div class="card signin">
         <h1 class="brand-title">svc</h1>
-        <p class="lead">Sign in with a project's secret key or the admin token.</p>
-        <label for="key">Secret key or admin token</label>
-        <input
-          id="key"
-          name="key"
-          type="password"
-          autocomplete="off"
-          spellcheck={false}
-          placeholder="svc_live_… or svc_admin_…"
-          value={token}
-          onInput={(e) => setToken((e.target as HTMLInputElement).value)}
-          aria-invalid={props.error ? true : undefined}
-          aria-describedby={props.error ? "signin-error" : "signin-help"}
-          required
-        />
-        <label class="check">
+        <p class="lead">Sign in with your email and password.</p>
+        <PasswordSignIn onSignedIn={(t) => props.onSubmit(t, true)} />
+        <ForgotPassword />
+        <p class="or">or with a project's secret key or the admin token</p>
+        <form
+          class="signin-form"
+          onSubmit={(e) => {
+            e.preventDefault();
+            if (token.trim()) props.onSubmit(token.trim(), remember);
+          }}
+        >
+          <label for="key">Secret key or admin token</label>
           <input
-            type="checkbox"
-            checked={remember}
-            onChange={(e) => setRemember((e.target as HTMLInputElement).checked)}
+            id="key"
+            name="key"
+            type="password"
+            autocomplete="off"
+            spellcheck={false}
+            placeholder="svc_live_… or svc_admin_…"
+            value={token}
+            onInput={(e) => setToken((e.target as HTMLInputElement).value)}
+            aria-invalid={props.error ? true : undefined}
+            aria-describedby={props.error ? "signin-error" : "signin-help"}
+            required
           />
-          Keep me signed in while this tab is open
-        </label>
-        {props.error && (
-          <p id="signin-error" class="note error" role="alert">
-            {props.error}
+          <label class="check">
+            <input
+              type="checkbox"
+              checked={remember}
+              onChange={(e) => setRemember((e.target as HTMLInputElement).checked)}
+            />
+            Keep me signed in while this tab is open
+          </label>
+          {props.error && (
+            <p id="signin-error" class="note error" role="alert">
+              {props.error}
+            </p>
+          )}
+          <button class="primary" type="submit" disabled={props.busy}>
+            {props.busy ? "Signing in…" : "Sign in"}
+          </button>
+          <p id="signin-help" class="help">
+            The key stays in this page (and this tab's session storage if you keep it): no cookie is set.
           </p>
-        )}
-        <button class="primary" type="submit" disabled={props.busy}>
-          {props.busy ? "Signing in…" : "Sign in"}
-        </button>
-        <p id="signin-help" class="help">
-          The key stays in this page (and this tab's session storage if you keep it): no cookie is set.
-        </p>
-      </form>
+        </form>
+      </div>
     </main>
   );
 }
 
-function Dashboard(props: { session: Session; onSignOut: (() => void) | null }): JSX.Element {
+function Dashboard(props: {
+  session: Session;
+  onSignOut: ((tellServer?: boolean) => void) | null;
+  onRefresh: () => void;
+}): JSX.Element {
   const { api, projects, readOnly } = props.session;
   const view = useView();
   const [tick, setTick] = useState(0);
@@ -254,12 +375,27 @@ function Dashboard(props: { session: Session; onSignOut: (() => void) | null }):
       <main id="main" class="center-page">
         <div class="card signin">
           <h1 class="brand-title">svc</h1>
-          <p>
-            There are no projects yet. Create one with <code>POST /projects</code> or{" "}
-            <code>svcm projects create NAME</code>.
-          </p>
+          {props.session.me ? (
+            <p>
+              Signed in as {props.session.me.email}: you have no projects yet. An owner or an admin of your
+              team creates one with <code>POST /projects</code>; an invitation gives you access to one.
+            </p>
+          ) : (
+            <p>
+              There are no projects yet. Create one with <code>POST /projects</code> or{" "}
+              <code>svcm projects create NAME</code>.
+            </p>
+          )}
           {props.onSignOut && (
-            <button type="button" onClick={props.onSignOut}>
+            <AccountButtons
+              session={props.session}
+              project={null}
+              onSignOut={props.onSignOut}
+              onRefresh={props.onRefresh}
+            />
+          )}
+          {props.onSignOut && (
+            <button type="button" onClick={() => props.onSignOut?.()}>
               Sign out
             </button>
           )}
@@ -290,20 +426,39 @@ function Dashboard(props: { session: Session; onSignOut: (() => void) | null }):
           <span class="brand" aria-label="svc analytics">
             svc
           </span>
-          <ProjectPicker projects={projects} project={project} readOnly={readOnly || api.kind !== "admin"} />
+          <ProjectPicker
+            projects={projects}
+            project={project}
+            readOnly={readOnly || (api.kind !== "admin" && api.kind !== "session")}
+          />
           <Realtime />
           <span class="spacer" />
+          {project.role && (
+            <span class="badge" data-testid="project-role" title="Your role on this project">
+              {roleLabel(project.role)}
+            </span>
+          )}
           {readOnly ? (
             <span class="badge" title="This dashboard is shared read-only">
               Read-only
             </span>
           ) : (
-            <button type="button" class="ghost" onClick={() => setSharing(true)}>
-              Share
-            </button>
+            (api.kind !== "session" || may(project.role, "manage")) && (
+              <button type="button" class="ghost" onClick={() => setSharing(true)}>
+                Share
+              </button>
+            )
           )}
           {props.onSignOut && (
-            <button type="button" class="ghost" onClick={props.onSignOut}>
+            <AccountButtons
+              session={props.session}
+              project={project}
+              onSignOut={props.onSignOut}
+              onRefresh={props.onRefresh}
+            />
+          )}
+          {props.onSignOut && (
+            <button type="button" class="ghost" onClick={() => props.onSignOut?.()}>
               Sign out
             </button>
           )}

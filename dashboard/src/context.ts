@@ -30,7 +30,8 @@ export function useQuery(): Ctx {
 }
 
 export function scoped(api: Api, project: Project, params: Params): Params {
-  return api.kind === "admin" ? [["projectId", project.id], ...params] : params;
+  // The admin token and an account's session reach several projects: they name the one read.
+  return api.kind === "admin" || api.kind === "session" ? [["projectId", project.id], ...params] : params;
 }
 
 export interface Loaded<T> {

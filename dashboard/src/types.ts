@@ -5,6 +5,8 @@ export interface Project {
   name: string;
   timezone: string;
   domains?: string[];
+  /** An account's role on the project (GET /projects with a session). */
+  role?: string;
 }
 
 export interface Aggregate {

@@ -1,0 +1,994 @@
+// People's accounts (docs/api.md, "Accounts and teams"): sign-in with an email and a password
+// (then an authenticator or recovery code), sign-up by invitation, the account's settings, and
+// the team's members, invitations and a project's guests. Screens show only what the role
+// allows; the server decides (its 403 and 409 messages are shown as they are).
+
+import type { JSX } from "preact";
+import { useEffect, useState } from "preact/hooks";
+import { Api, ApiError } from "./api";
+import { Field, Modal } from "./ui";
+import type { Project } from "./types";
+
+export interface TeamRef {
+  id: string;
+  name: string;
+  role: string;
+}
+
+export interface Me {
+  id: string;
+  email: string;
+  name: string;
+  totpEnabled: boolean;
+  teams: TeamRef[];
+  projects: { id: string; role: string }[];
+  recoveryCodesLeft: number;
+}
+
+interface SignedIn {
+  token: string;
+  expiresAt: string;
+}
+
+interface Member {
+  id: string;
+  email: string;
+  name: string;
+  role: string;
+  disabled: boolean;
+}
+
+interface TeamDetail {
+  id: string;
+  name: string;
+  members: Member[];
+  projects: string[];
+}
+
+interface Invitation {
+  id: string;
+  email: string;
+  role: string;
+  expiresAt: string;
+}
+
+interface Invited {
+  invitation: Invitation;
+  mailed: boolean;
+  link?: string;
+}
+
+interface Preview extends Invitation {
+  teamName: string | null;
+  projectId: string | null;
+  accountExists: boolean;
+}
+
+const RIGHTS: Record<string, string[]> = {
+  owner: ["read", "edit", "manage", "members", "owner"],
+  admin: ["read", "edit", "manage", "members"],
+  editor: ["read", "edit"],
+  viewer: ["read"],
+  guest: ["read"],
+};
+
+const ROLE_LABELS: Record<string, string> = {
+  owner: "Owner",
+  admin: "Admin",
+  editor: "Editor",
+  viewer: "Viewer",
+  guest: "Guest",
+};
+
+/** Whether a role has a right (the table of docs/api.md; the server checks it again). */
+export function may(role: string | undefined, right: string): boolean {
+  return !!role && (RIGHTS[role] ?? []).includes(right);
+}
+
+export function roleLabel(role: string): string {
+  return ROLE_LABELS[role] ?? role;
+}
+
+function message(e: unknown): string {
+  return e instanceof ApiError ? e.message : String(e);
+}
+
+/** The token of a link's address: `#invite=svc_invite_...` or `#reset=svc_reset_...`. */
+export function tokenFromHash(kind: "invite" | "reset", hash: string = location.hash): string | null {
+  const m = new RegExp(`^#${kind}=([A-Za-z0-9_]+)$`).exec(hash);
+  return m ? m[1]! : null;
+}
+
+/** Forgets the link's token in the address bar (it works once). */
+export function clearHash(): void {
+  history.replaceState(null, "", location.pathname + location.search);
+}
+
+/** "Forgot your password?": asks for a reset link (the same answer whether the email is known). */
+export function ForgotPassword(): JSX.Element {
+  const [open, setOpen] = useState(false);
+  const [email, setEmail] = useState("");
+  const [done, setDone] = useState("");
+  const [error, setError] = useState("");
+  if (!open) {
+    return (
+      <button type="button" class="link small" onClick={() => setOpen(true)}>
+        Forgot your password?
+      </button>
+    );
+  }
+  return (
+    <form
+      class="signin-form"
+      onSubmit={(e) => {
+        e.preventDefault();
+        setError("");
+        anonymous.send("POST", "/auth/reset", { email: email.trim() }).then(
+          () =>
+            setDone(
+              "If an account has this email, a link to choose a new password is on its way. " +
+                "No mail? The operator can set one (svcm users password).",
+            ),
+          (err: unknown) => setError(message(err)),
+        );
+      }}
+    >
+      <Field label="Email of your account">
+        {(id) => (
+          <input
+            id={id}
+            type="email"
+            autocomplete="username"
+            required
+            value={email}
+            onInput={(e) => setEmail((e.target as HTMLInputElement).value)}
+          />
+        )}
+      </Field>
+      <button type="submit">Send a reset link</button>
+      {done && (
+        <p class="note" role="status">
+          {done}
+        </p>
+      )}
+      {error && (
+        <p class="note error" role="alert">
+          {error}
+        </p>
+      )}
+    </form>
+  );
+}
+
+/** The page of a reset link: a new password (every session of the account ends). */
+export function ResetPage(props: { token: string; onDone: () => void }): JSX.Element {
+  const [password, setPassword] = useState("");
+  const [done, setDone] = useState(false);
+  const [error, setError] = useState("");
+  return (
+    <main id="main" class="center-page">
+      <div class="card signin" data-testid="reset-page">
+        <h1 class="brand-title">svc</h1>
+        {done ? (
+          <>
+            <p role="status">Your password is changed. Sign in with it.</p>
+            <button class="primary" type="button" onClick={props.onDone}>
+              Go to sign-in
+            </button>
+          </>
+        ) : (
+          <form
+            class="signin-form"
+            onSubmit={(e) => {
+              e.preventDefault();
+              setError("");
+              anonymous.send("POST", "/auth/reset/confirm", { token: props.token, password }).then(
+                () => setDone(true),
+                (err: unknown) =>
+                  setError(
+                    err instanceof ApiError && err.status === 404
+                      ? "This link is not valid any more: it was used or has expired. Ask for a new one."
+                      : message(err),
+                  ),
+              );
+            }}
+          >
+            <h2 class="sub-title">Choose a new password</h2>
+            <Field label="New password">
+              {(id) => (
+                <input
+                  id={id}
+                  type="password"
+                  autocomplete="new-password"
+                  minLength={10}
+                  maxLength={256}
+                  required
+                  value={password}
+                  onInput={(e) => setPassword((e.target as HTMLInputElement).value)}
+                />
+              )}
+            </Field>
+            <button class="primary" type="submit">
+              Set the password
+            </button>
+            {error && (
+              <p class="note error" role="alert">
+                {error}
+              </p>
+            )}
+          </form>
+        )}
+      </div>
+    </main>
+  );
+}
+
+const anonymous = new Api("");
+
+/** Email and password, then the authenticator's code (or a recovery code) when asked. */
+export function PasswordSignIn(props: {
+  email?: string;
+  onSignedIn: (token: string) => void | Promise<void>;
+}): JSX.Element {
+  const [email, setEmail] = useState(props.email ?? "");
+  const [password, setPassword] = useState("");
+  const [code, setCode] = useState("");
+  const [needCode, setNeedCode] = useState(false);
+  const [error, setError] = useState("");
+  const [busy, setBusy] = useState(false);
+
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError("");
+    try {
+      const body: Record<string, string> = { email: email.trim(), password };
+      if (needCode) body.code = code.trim();
+      const r = await anonymous.send<SignedIn>("POST", "/auth/signin", body);
+      await props.onSignedIn(r.token);
+    } catch (err) {
+      if (err instanceof ApiError && err.code === "totp_required") {
+        setNeedCode(true);
+      } else if (err instanceof ApiError && err.code === "invalid_credentials") {
+        setError(needCode ? "This code is not valid." : "The email or the password is wrong.");
+      } else setError(message(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <form class="signin-form" onSubmit={submit} data-testid="password-signin">
+      {needCode ? (
+        <>
+          <Field label="Authentication code">
+            {(id) => (
+              <input
+                id={id}
+                name="code"
+                autocomplete="one-time-code"
+                inputMode="text"
+                spellcheck={false}
+                required
+                value={code}
+                onInput={(e) => setCode((e.target as HTMLInputElement).value)}
+                aria-describedby="code-help"
+              />
+            )}
+          </Field>
+          <p id="code-help" class="help">
+            The 6 digits of your authenticator app, or one of your recovery codes.
+          </p>
+        </>
+      ) : (
+        <>
+          <Field label="Email">
+            {(id) => (
+              <input
+                id={id}
+                name="email"
+                type="email"
+                autocomplete="username"
+                required
+                readOnly={!!props.email}
+                value={email}
+                onInput={(e) => setEmail((e.target as HTMLInputElement).value)}
+              />
+            )}
+          </Field>
+          <Field label="Password">
+            {(id) => (
+              <input
+                id={id}
+                name="password"
+                type="password"
+                autocomplete="current-password"
+                required
+                value={password}
+                onInput={(e) => setPassword((e.target as HTMLInputElement).value)}
+              />
+            )}
+          </Field>
+        </>
+      )}
+      {error && (
+        <p class="note error" role="alert">
+          {error}
+        </p>
+      )}
+      <button class="primary" type="submit" disabled={busy}>
+        {needCode ? "Verify" : "Continue"}
+      </button>
+    </form>
+  );
+}
+
+/** The page of an invitation link: create the account (sign-up) or sign in, then accept. */
+export function InvitePage(props: {
+  token: string;
+  session: Api | null;
+  signedInAs: string;
+  onAccepted: (sessionToken: string) => void;
+}): JSX.Element {
+  const [preview, setPreview] = useState<Preview | null>(null);
+  const [error, setError] = useState("");
+  const [name, setName] = useState("");
+  const [password, setPassword] = useState("");
+  const [busy, setBusy] = useState(false);
+  const path = `/invitations/${encodeURIComponent(props.token)}`;
+
+  useEffect(() => {
+    anonymous
+      .send<Preview>("GET", path)
+      .then(setPreview, (e: unknown) =>
+        setError(
+          e instanceof ApiError && e.status === 404
+            ? "This invitation is not valid any more: it was used, withdrawn or has expired. Ask for a new one."
+            : message(e),
+        ),
+      );
+  }, [props.token]);
+
+  const accept = async (api: Api, body?: unknown) => {
+    setBusy(true);
+    setError("");
+    try {
+      const r = await api.send<{ token?: string }>("POST", `${path}/accept`, body ?? {});
+      props.onAccepted(r.token ?? api.token);
+    } catch (e) {
+      setError(message(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const where = preview
+    ? preview.teamName
+      ? `the team ${preview.teamName}`
+      : `the project ${(preview.projectId ?? "").replace(/^svc_proj_/, "")}`
+    : "";
+  return (
+    <main id="main" class="center-page">
+      <div class="card signin" data-testid="invite-page">
+        <h1 class="brand-title">svc</h1>
+        {!preview && !error && (
+          <p class="note" role="status">
+            Reading the invitation…
+          </p>
+        )}
+        {preview && (
+          <p class="lead">
+            You are invited to {where} as <strong>{roleLabel(preview.role).toLowerCase()}</strong>, with the
+            email <strong>{preview.email}</strong>.
+          </p>
+        )}
+        {preview && props.session && (
+          <button class="primary" type="button" disabled={busy} onClick={() => void accept(props.session!)}>
+            Accept as {props.signedInAs}
+          </button>
+        )}
+        {preview && !props.session && preview.accountExists && (
+          <>
+            <h2 class="sub-title">Sign in to accept</h2>
+            <PasswordSignIn email={preview.email} onSignedIn={(token) => accept(new Api(token))} />
+          </>
+        )}
+        {preview && !props.session && !preview.accountExists && (
+          <form
+            class="signin-form"
+            onSubmit={(e) => {
+              e.preventDefault();
+              void accept(anonymous, { password, ...(name.trim() ? { name: name.trim() } : {}) });
+            }}
+          >
+            <h2 class="sub-title">Create your account</h2>
+            <Field label="Your name">
+              {(id) => (
+                <input
+                  id={id}
+                  name="name"
+                  autocomplete="name"
+                  value={name}
+                  onInput={(e) => setName((e.target as HTMLInputElement).value)}
+                />
+              )}
+            </Field>
+            <Field label="Choose a password">
+              {(id) => (
+                <input
+                  id={id}
+                  name="new-password"
+                  type="password"
+                  autocomplete="new-password"
+                  minLength={10}
+                  maxLength={256}
+                  required
+                  value={password}
+                  aria-describedby="password-help"
+                  onInput={(e) => setPassword((e.target as HTMLInputElement).value)}
+                />
+              )}
+            </Field>
+            <p id="password-help" class="help">
+              10 to 256 characters.
+            </p>
+            <button class="primary" type="submit" disabled={busy}>
+              Create the account
+            </button>
+          </form>
+        )}
+        {error && (
+          <p class="note error" role="alert">
+            {error}
+          </p>
+        )}
+      </div>
+    </main>
+  );
+}
+
+/** The account's settings: password, two-factor, sign out (here or everywhere). */
+export function AccountDialog(props: {
+  api: Api;
+  onClose: () => void;
+  /** Forget the session here; `tellServer`: end it on the server too (not ended yet). */
+  onSignedOut: (tellServer: boolean) => void;
+}): JSX.Element {
+  const { api } = props;
+  const [me, setMe] = useState<Me | null>(null);
+  const [error, setError] = useState("");
+  const [status, setStatus] = useState("");
+  const [current, setCurrent] = useState("");
+  const [next, setNext] = useState("");
+  const [enrol, setEnrol] = useState<{ secret: string; uri: string } | null>(null);
+  const [code, setCode] = useState("");
+  const [codes, setCodes] = useState<string[] | null>(null);
+  const [offPassword, setOffPassword] = useState("");
+
+  const load = async () => setMe(await api.send<Me>("GET", "/account"));
+  useEffect(() => {
+    load().catch((e: unknown) => setError(message(e)));
+  }, []);
+
+  const run = async (what: () => Promise<void>) => {
+    setError("");
+    setStatus("");
+    try {
+      await what();
+    } catch (e) {
+      setError(message(e));
+    }
+  };
+
+  const changePassword = (e: Event) => {
+    e.preventDefault();
+    void run(async () => {
+      await api.send("PATCH", "/account", { password: next, currentPassword: current });
+      setCurrent("");
+      setNext("");
+      setStatus("Your password is changed; your other sessions are signed out.");
+    });
+  };
+  const confirmTotp = (e: Event) => {
+    e.preventDefault();
+    void run(async () => {
+      const r = await api.send<{ recoveryCodes: string[] }>("POST", "/account/totp/confirm", {
+        code: code.trim(),
+      });
+      setCodes(r.recoveryCodes);
+      setEnrol(null);
+      setCode("");
+      await load();
+    });
+  };
+  const disableTotp = (e: Event) => {
+    e.preventDefault();
+    void run(async () => {
+      await api.send("DELETE", "/account/totp", { password: offPassword });
+      setOffPassword("");
+      setCodes(null);
+      setStatus("Two-factor authentication is off.");
+      await load();
+    });
+  };
+  const signOutEverywhere = () =>
+    void run(async () => {
+      await api.send("POST", "/auth/signout-everywhere");
+      props.onSignedOut(false);
+    });
+
+  return (
+    <Modal title="Your account" onClose={props.onClose} wide>
+      <div class="account" data-testid="account-dialog">
+        {me && (
+          <p>
+            Signed in as <strong data-testid="account-email">{me.email}</strong>
+            {me.name ? ` (${me.name})` : ""}.
+          </p>
+        )}
+        <section aria-labelledby="pw-title">
+          <h3 id="pw-title">Password</h3>
+          <form class="inline-form" onSubmit={changePassword}>
+            <Field label="Current password">
+              {(id) => (
+                <input
+                  id={id}
+                  type="password"
+                  autocomplete="current-password"
+                  required
+                  value={current}
+                  onInput={(e) => setCurrent((e.target as HTMLInputElement).value)}
+                />
+              )}
+            </Field>
+            <Field label="New password">
+              {(id) => (
+                <input
+                  id={id}
+                  type="password"
+                  autocomplete="new-password"
+                  minLength={10}
+                  required
+                  value={next}
+                  onInput={(e) => setNext((e.target as HTMLInputElement).value)}
+                />
+              )}
+            </Field>
+            <button type="submit">Change password</button>
+          </form>
+        </section>
+        <section aria-labelledby="totp-title">
+          <h3 id="totp-title">Two-factor authentication</h3>
+          {codes && (
+            <div class="recovery" data-testid="recovery-codes">
+              <p>
+                <strong>Save these recovery codes now</strong>: they are shown only once. Each signs you in
+                once when you do not have your authenticator.
+              </p>
+              <ul class="plain codes" aria-label="Recovery codes">
+                {codes.map((c) => (
+                  <li key={c}>
+                    <code>{c}</code>
+                  </li>
+                ))}
+              </ul>
+            </div>
+          )}
+          {me && !me.totpEnabled && !enrol && (
+            <>
+              <p data-testid="totp-state">Off: signing in asks for your password only.</p>
+              <button
+                type="button"
+                onClick={() =>
+                  void run(async () =>
+                    setEnrol(await api.send<{ secret: string; uri: string }>("POST", "/account/totp")),
+                  )
+                }
+              >
+                Set up two-factor
+              </button>
+            </>
+          )}
+          {enrol && (
+            <form onSubmit={confirmTotp} class="enrol">
+              <p>
+                Add this account to your authenticator app: open the <a href={enrol.uri}>otpauth link</a>, or
+                enter the secret <code data-testid="totp-secret">{enrol.secret}</code> by hand.
+              </p>
+              <p class="help break">
+                <code data-testid="totp-uri">{enrol.uri}</code>
+              </p>
+              <div class="inline-form">
+                <Field label="Code from the app">
+                  {(id) => (
+                    <input
+                      id={id}
+                      autocomplete="one-time-code"
+                      inputMode="numeric"
+                      required
+                      value={code}
+                      onInput={(e) => setCode((e.target as HTMLInputElement).value)}
+                    />
+                  )}
+                </Field>
+                <button type="submit" class="primary">
+                  Turn on
+                </button>
+              </div>
+            </form>
+          )}
+          {me && me.totpEnabled && (
+            <form onSubmit={disableTotp}>
+              <p data-testid="totp-state">
+                On: signing in asks for a code. {me.recoveryCodesLeft} recovery codes left.
+              </p>
+              <div class="inline-form">
+                <Field label="Password to turn it off">
+                  {(id) => (
+                    <input
+                      id={id}
+                      type="password"
+                      autocomplete="current-password"
+                      required
+                      value={offPassword}
+                      onInput={(e) => setOffPassword((e.target as HTMLInputElement).value)}
+                    />
+                  )}
+                </Field>
+                <button type="submit" class="danger">
+                  Turn off two-factor
+                </button>
+              </div>
+            </form>
+          )}
+        </section>
+        <section aria-labelledby="sessions-title">
+          <h3 id="sessions-title">Sessions</h3>
+          <p class="help">Signing out everywhere ends this session and those of your other browsers.</p>
+          <div class="inline-form">
+            <button type="button" onClick={() => props.onSignedOut(true)}>
+              Sign out
+            </button>
+            <button type="button" class="danger" onClick={signOutEverywhere}>
+              Sign out everywhere
+            </button>
+          </div>
+        </section>
+        {status && (
+          <p class="note" role="status">
+            {status}
+          </p>
+        )}
+        {error && (
+          <p class="note error" role="alert">
+            {error}
+          </p>
+        )}
+      </div>
+    </Modal>
+  );
+}
+
+/** A link to pass on when the server does not mail (no SVC_SMTP_URL). */
+function InviteLink(props: { link: string }): JSX.Element {
+  const [copied, setCopied] = useState(false);
+  return (
+    <div class="invite-link">
+      <p>Mail is off on this server: send this link yourself. It works once.</p>
+      <div class="inline-form">
+        <Field class="grow" label="Invitation link">
+          {(id) => (
+            <input
+              id={id}
+              readOnly
+              value={props.link}
+              data-testid="invite-link"
+              onFocus={(e) => (e.target as HTMLInputElement).select()}
+            />
+          )}
+        </Field>
+        <button
+          type="button"
+          onClick={() => {
+            navigator.clipboard?.writeText(props.link).then(
+              () => setCopied(true),
+              () => setCopied(false),
+            );
+          }}
+        >
+          {copied ? "Copied" : "Copy link"}
+        </button>
+      </div>
+    </div>
+  );
+}
+
+function InviteForm(props: {
+  label: string;
+  roles: string[];
+  onInvite: (email: string, role: string) => Promise<Invited>;
+}): JSX.Element {
+  const [email, setEmail] = useState("");
+  const [role, setRole] = useState(props.roles[0] ?? "viewer");
+  const [result, setResult] = useState<Invited | null>(null);
+  const [error, setError] = useState("");
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError("");
+    setResult(null);
+    try {
+      setResult(await props.onInvite(email.trim(), role));
+      setEmail("");
+    } catch (err) {
+      setError(message(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <>
+      <form class="inline-form" onSubmit={submit}>
+        <Field class="grow" label={props.label}>
+          {(id) => (
+            <input
+              id={id}
+              type="email"
+              autocomplete="off"
+              required
+              value={email}
+              onInput={(e) => setEmail((e.target as HTMLInputElement).value)}
+            />
+          )}
+        </Field>
+        {props.roles.length > 1 && (
+          <Field label="Role">
+            {(id) => (
+              <select id={id} value={role} onChange={(e) => setRole((e.target as HTMLSelectElement).value)}>
+                {props.roles.map((r) => (
+                  <option key={r} value={r}>
+                    {roleLabel(r)}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+        )}
+        <button type="submit" disabled={busy}>
+          {props.roles.length > 1 ? "Invite" : "Invite as guest"}
+        </button>
+      </form>
+      {result &&
+        (result.mailed ? <p role="status">Invitation mailed to {result.invitation.email}.</p> : null)}
+      {result?.link && <InviteLink link={result.link} />}
+      {error && (
+        <p class="note error" role="alert">
+          {error}
+        </p>
+      )}
+    </>
+  );
+}
+
+/** The team's members, invitations and the current project's guests. */
+export function TeamDialog(props: {
+  api: Api;
+  teams: TeamRef[];
+  me: string;
+  project: Project | null;
+  onClose: () => void;
+  onChanged: () => void;
+}): JSX.Element {
+  const { api } = props;
+  const [teamId, setTeamId] = useState(props.teams[0]?.id ?? "");
+  const [team, setTeam] = useState<TeamDetail | null>(null);
+  const [pending, setPending] = useState<Invitation[]>([]);
+  const [guests, setGuests] = useState<{ guests: Member[]; invitations: Invitation[] } | null>(null);
+  const [error, setError] = useState("");
+  const myRole = props.teams.find((t) => t.id === teamId)?.role;
+  const manages = may(myRole, "members");
+  const projectRole = props.project?.role;
+  const base = `/teams/${encodeURIComponent(teamId)}`;
+  const guestsPath = props.project ? `/projects/${encodeURIComponent(props.project.id)}/guests` : "";
+
+  const load = async () => {
+    if (teamId) {
+      setTeam(await api.send<TeamDetail>("GET", base));
+      if (manages)
+        setPending((await api.send<{ invitations: Invitation[] }>("GET", `${base}/invitations`)).invitations);
+    }
+    if (guestsPath && may(projectRole, "members")) setGuests(await api.send("GET", guestsPath));
+  };
+  useEffect(() => {
+    load().catch((e: unknown) => setError(message(e)));
+  }, [teamId]);
+
+  const run = async (what: () => Promise<unknown>) => {
+    setError("");
+    try {
+      await what();
+      await load();
+    } catch (e) {
+      setError(message(e));
+    }
+  };
+  const roles = myRole === "owner" ? ["viewer", "editor", "admin", "owner"] : ["viewer", "editor", "admin"];
+
+  return (
+    <Modal title="Team and access" onClose={props.onClose} wide>
+      <div class="team" data-testid="team-dialog">
+        {props.teams.length > 1 && (
+          <Field label="Team">
+            {(id) => (
+              <select
+                id={id}
+                value={teamId}
+                onChange={(e) => setTeamId((e.target as HTMLSelectElement).value)}
+              >
+                {props.teams.map((t) => (
+                  <option key={t.id} value={t.id}>
+                    {t.name}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+        )}
+        {!teamId && <p>You are not a member of a team: you see the projects you are a guest of.</p>}
+        {team && (
+          <section aria-labelledby="members-title">
+            <h3 id="members-title">
+              Members of {team.name}{" "}
+              <span class="badge" data-testid="my-role">
+                you: {roleLabel(myRole ?? "")}
+              </span>
+            </h3>
+            <table class="members">
+              <thead>
+                <tr>
+                  <th scope="col">Member</th>
+                  <th scope="col">Role</th>
+                  <th scope="col">
+                    <span class="sr-only">Actions</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {team.members.map((m) => {
+                  const self = m.id === props.me;
+                  const editable = manages && !self && (m.role !== "owner" || myRole === "owner");
+                  return (
+                    <tr key={m.id} data-member={m.email}>
+                      <td>
+                        {m.name ? `${m.name} · ` : ""}
+                        {m.email}
+                        {self ? " (you)" : ""}
+                      </td>
+                      <td>
+                        {editable ? (
+                          <select
+                            aria-label={`Role of ${m.email}`}
+                            value={m.role}
+                            onChange={(e) =>
+                              void run(() =>
+                                api.send("PATCH", `${base}/members/${encodeURIComponent(m.id)}`, {
+                                  role: (e.target as HTMLSelectElement).value,
+                                }),
+                              )
+                            }
+                          >
+                            {roles.map((r) => (
+                              <option key={r} value={r}>
+                                {roleLabel(r)}
+                              </option>
+                            ))}
+                          </select>
+                        ) : (
+                          roleLabel(m.role)
+                        )}
+                      </td>
+                      <td>
+                        {(editable || self) && (
+                          <button
+                            type="button"
+                            class="link small danger"
+                            aria-label={self ? `Leave ${team.name}` : `Remove ${m.email}`}
+                            onClick={() =>
+                              void run(async () => {
+                                await api.send("DELETE", `${base}/members/${encodeURIComponent(m.id)}`);
+                                if (self) props.onChanged();
+                              })
+                            }
+                          >
+                            {self ? "Leave" : "Remove"}
+                          </button>
+                        )}
+                      </td>
+                    </tr>
+                  );
+                })}
+              </tbody>
+            </table>
+          </section>
+        )}
+        {team && manages && (
+          <section aria-labelledby="invite-title">
+            <h3 id="invite-title">Invite to {team.name}</h3>
+            <InviteForm
+              label="Email to invite"
+              roles={roles}
+              onInvite={async (email, role) => {
+                const r = await api.send<Invited>("POST", `${base}/invitations`, { email, role });
+                await load();
+                return r;
+              }}
+            />
+            {pending.length > 0 && (
+              <ul class="plain edit-list" aria-label="Pending invitations">
+                {pending.map((i) => (
+                  <li key={i.id}>
+                    <span>
+                      {i.email}: {roleLabel(i.role)}, until {i.expiresAt.slice(0, 10)}
+                    </span>
+                    <button
+                      type="button"
+                      class="link small"
+                      aria-label={`Withdraw the invitation of ${i.email}`}
+                      onClick={() =>
+                        void run(() => api.send("DELETE", `${base}/invitations/${encodeURIComponent(i.id)}`))
+                      }
+                    >
+                      Withdraw
+                    </button>
+                  </li>
+                ))}
+              </ul>
+            )}
+          </section>
+        )}
+        {props.project && guests && (
+          <section aria-labelledby="guests-title">
+            <h3 id="guests-title">Guests of {props.project.name}</h3>
+            <p class="help">A guest reads this project only.</p>
+            {guests.guests.length > 0 ? (
+              <ul class="plain edit-list" aria-label="Guests">
+                {guests.guests.map((g) => (
+                  <li key={g.id}>
+                    <span>{g.email}</span>
+                    <button
+                      type="button"
+                      class="link small"
+                      aria-label={`Remove the guest ${g.email}`}
+                      onClick={() =>
+                        void run(() => api.send("DELETE", `${guestsPath}/${encodeURIComponent(g.id)}`))
+                      }
+                    >
+                      Remove
+                    </button>
+                  </li>
+                ))}
+              </ul>
+            ) : (
+              <p class="note">No guests.</p>
+            )}
+            <InviteForm
+              label="Guest's email"
+              roles={["guest"]}
+              onInvite={async (email) => {
+                const r = await api.send<Invited>("POST", guestsPath, { email });
+                await load();
+                return r;
+              }}
+            />
+          </section>
+        )}
+        {error && (
+          <p class="note error" role="alert">
+            {error}
+          </p>
+        )}
+      </div>
+    </Modal>
+  );
+}
