@@ -13,7 +13,7 @@ import httpx
 import pyotp
 import pytest
 
-from tests.dashboard.conftest import DESKTOP
+from tests.dashboard.conftest import DESKTOP, PHONE
 from tests.dashboard.test_dashboard_browser import AXE, eventually
 from tests.support import Server
 
@@ -169,6 +169,8 @@ def test_owner_two_factor_invitation_and_viewer(
     assert team.get_by_role("button", name="Remove").count() == 0
     assert team.get_by_role("button", name=f"Leave Acme {suffix}").is_visible()
     assert axe_serious(page, "dialog") == []
+    page.set_viewport_size(PHONE)  # the header's extra buttons and the dialog fit a phone
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     ctx.close()
 
     # the owner makes the colleague an editor, then removes them
@@ -184,7 +186,23 @@ def test_owner_two_factor_invitation_and_viewer(
     eventually(roles, {owner_email: "owner", colleague: "editor"})
     team.get_by_role("button", name=f"Remove {colleague}").click()
     eventually(roles, {owner_email: "owner"})
+
+    # invited again, the colleague has an account now: the link asks to sign in to accept
+    team.get_by_label("Email to invite").fill(colleague)
+    team.get_by_role("button", name="Invite", exact=True).click()
+    eventually(lambda: team.get_by_test_id("invite-link").input_value() != link, True)
+    link = team.get_by_test_id("invite-link").input_value()
     owner_ctx.close()
+    ctx, page = new_page(chromium, errors)
+    page.goto(dashboard_url + "/dashboard#invite=" + link.split("#invite=", 1)[1])
+    page.get_by_role("heading", name="Sign in to accept").wait_for()
+    assert page.get_by_label("Email").input_value() == colleague
+    page.get_by_label("Password", exact=True).fill("another long secret")
+    page.get_by_role("button", name="Continue").click()
+    page.wait_for_selector(STATS)
+    assert page.get_by_test_id("project-role").inner_text() == "Viewer"
+    eventually(roles, {owner_email: "owner", colleague: "viewer"})
+    ctx.close()
     assert not errors, errors
 
 
