@@ -139,9 +139,7 @@ async def unsubscribe_page(request: Request) -> Response:
             raise NotFound("this unsubscribe link was used already, or is unknown")
         project = await asyncio.to_thread(meta.find_project, sub.project_id)
     except ApiError as exc:
-        if _wants_json(request):
-            return error_response(exc)
-        return _page("Not subscribed", f"<p>{html.escape(exc.message)}.</p>", exc.status)
+        return error_response(exc)  # every error is JSON (CONTRACT), a person's link too
     name = project.name if project else sub.project_id
     if _wants_json(request):
         return json_response({"subscription": {**sub.to_json(), "project": name}})
@@ -163,9 +161,7 @@ async def unsubscribe(request: Request) -> Response:
             raise NotFound("this unsubscribe link was used already, or is unknown")
         project = await asyncio.to_thread(meta.find_project, sub.project_id)
     except ApiError as exc:
-        if _wants_json(request):
-            return error_response(exc)
-        return _page("Not subscribed", f"<p>{html.escape(exc.message)}.</p>", exc.status)
+        return error_response(exc)  # every error is JSON (CONTRACT), a person's link too
     name = project.name if project else sub.project_id
     if _wants_json(request):
         return json_response({"unsubscribed": {**sub.to_json(), "project": name}})
