@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+from collections.abc import Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -26,6 +27,7 @@ from svc.errors import ApiError, Forbidden, InvalidRequest, NotFound
 from svc.http.common import error_response, json_body, json_response, principal_of, runtime_of
 from svc.mail import mail_enabled, outbox, subscriptions
 from svc.mail.subscriptions import Subscription
+from svc.meta.store import MetaStore
 
 
 def _own_email(principal: Principal, project_id: str) -> str | None:
@@ -130,39 +132,35 @@ def _what(sub: Subscription, project_name: str) -> str:
     return f"{_KINDS.get(sub.kind, sub.kind)} of {project_name} to {sub.email}"
 
 
-async def unsubscribe_page(request: Request) -> Response:
-    token = request.path_params["token"]
+async def _link_subscription(
+    request: Request, lookup: Callable[[MetaStore, str], Subscription | None]
+) -> tuple[Subscription, str]:
+    """The subscription of the link's token (found by ``lookup``) and its project's name; 404
+    (JSON, by the app's error handler, as every error) when the token is used or unknown."""
     meta = runtime_of(request).meta
-    try:
-        sub = await asyncio.to_thread(subscriptions.by_token, meta, token)
-        if sub is None:
-            raise NotFound("this unsubscribe link was used already, or is unknown")
-        project = await asyncio.to_thread(meta.find_project, sub.project_id)
-    except ApiError as exc:
-        return error_response(exc)  # every error is JSON (CONTRACT), a person's link too
-    name = project.name if project else sub.project_id
+    sub = await asyncio.to_thread(lookup, meta, request.path_params["token"])
+    if sub is None:
+        raise NotFound("this unsubscribe link was used already, or is unknown")
+    project = await asyncio.to_thread(meta.find_project, sub.project_id)
+    return sub, project.name if project else sub.project_id
+
+
+async def unsubscribe_page(request: Request) -> Response:
+    sub, name = await _link_subscription(request, subscriptions.by_token)
     if _wants_json(request):
         return json_response({"subscription": {**sub.to_json(), "project": name}})
     what = html.escape(_what(sub, name))
+    token = html.escape(request.path_params["token"])
     return _page(
         "Unsubscribe",
         f"<p>Stop sending {what}?</p>"
-        f'<form method="post" action="/unsubscribe/{html.escape(token)}">'
+        f'<form method="post" action="/unsubscribe/{token}">'
         '<button type="submit">Unsubscribe</button></form>',
     )
 
 
 async def unsubscribe(request: Request) -> Response:
-    token = request.path_params["token"]
-    meta = runtime_of(request).meta
-    try:
-        sub = await asyncio.to_thread(subscriptions.unsubscribe, meta, token)
-        if sub is None:
-            raise NotFound("this unsubscribe link was used already, or is unknown")
-        project = await asyncio.to_thread(meta.find_project, sub.project_id)
-    except ApiError as exc:
-        return error_response(exc)  # every error is JSON (CONTRACT), a person's link too
-    name = project.name if project else sub.project_id
+    sub, name = await _link_subscription(request, subscriptions.unsubscribe)
     if _wants_json(request):
         return json_response({"unsubscribed": {**sub.to_json(), "project": name}})
     return _page("Unsubscribed", f"<p>You will no longer get {html.escape(_what(sub, name))}.</p>")
