@@ -35,6 +35,9 @@ from svc.settings import Settings
 log = logging.getLogger(__name__)
 
 EVENTS_TABLE = "events"
+#: Where inserts go: a Null table whose materialized views write every stored table, events
+#: too, each deduplicating a replayed block on its own (migrations/014).
+INGEST_TABLE = "events_in"
 SESSIONS_TABLE = "sessions"  # fed from events by a materialized view (migrations/002)
 SESSION_PAGES_TABLE = "session_pages"  # the same, per (session, path) (migrations/004)
 EVENT_HOURS_TABLE = "event_hours"  # per project and hour, by event time (migrations/005)
@@ -382,14 +385,14 @@ class EventStore:
 
     def _insert_ndjson(self, data: bytes, token: str) -> None:
         self.insert_client.raw_insert(
-            EVENTS_TABLE,
+            INGEST_TABLE,
             list(EVENT_COLUMNS),
             insert_block=data,
             fmt="JSONEachRow",
             settings={
                 "insert_deduplication_token": token,
                 "insert_deduplicate": 1,
-                # the sessions table (fed by a materialized view) drops a replay too
+                # every table, fed by its view from INGEST_TABLE, drops a replay on its own
                 "deduplicate_blocks_in_dependent_materialized_views": 1,
                 # one parsing thread: the same rate here, 15-25 MB less resident memory
                 # (docs/benchmarks.md, Memory)
