@@ -4,7 +4,8 @@
    token, migrations); the server is stopped.
 2. ``--events`` events over ``--days`` days are written DIRECTLY into the store, through
    :class:`svc.storage.events.EventStore` on that data directory, by one
-   ``INSERT INTO events SELECT ... FROM numbers(...)``: about one session per 3.3 events
+   ``INSERT INTO events_in SELECT ... FROM numbers(...)`` (its views write `events` and
+   the derived tables, as for the loader): about one session per 3.3 events
    (geometric lengths, 30 % one-page sessions), 60 % as many visitors as sessions (a visitor id
    lives for a day, as in the service), events
    45-75 s apart, a daily traffic cycle, page paths with a long tail, the first event of each
@@ -209,7 +210,7 @@ def generation_sql(
     src = {name: [s[i] for s in SOURCES] for name, i in col.items()}
     # u(x, k): a uniform number in [0, 1) from a hash
     sql = f"""
-INSERT INTO events (project_id, ts, received_at, event_id, name, session_id, visitor_id,
+INSERT INTO events_in (project_id, ts, received_at, event_id, name, session_id, visitor_id,
     hostname, path, url, referrer, referrer_host, source, channel, utm_source, utm_medium,
     utm_campaign, utm_content, utm_term, click_id, properties, browser, browser_version, os,
     os_version, device, screen_width, country, region, city)
