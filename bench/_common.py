@@ -46,6 +46,18 @@ def rss_bytes(pid: int) -> int:
         return 0
 
 
+def peak_rss_bytes(pid: int) -> int:
+    """The most resident memory a process has had so far (VmHWM), 0 when unknown."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process so far (all its threads)."""
     try:

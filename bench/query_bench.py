@@ -49,7 +49,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import SvcServer, http, rss_bytes
+from _common import SvcServer, http, peak_rss_bytes, rss_bytes
 
 MARKER = "bench-dataset.json"
 
@@ -365,6 +365,7 @@ class QueryReport:
     startup_s: float
     rss_mb_after: float
     rss_mb_settled: float = 0.0  # 2 s later: after the release of memory at the reads' pause
+    rss_mb_peak: float = 0.0  # the most the server held resident during the whole run (VmHWM)
     timings: list[Timing] = field(default_factory=list)
 
 
@@ -534,6 +535,7 @@ def run(
                 flush=True,
             )
         report.rss_mb_after = rss_bytes(server.pid) / 2**20
+        report.rss_mb_peak = peak_rss_bytes(server.pid) / 2**20
         time.sleep(2.0)
         report.rss_mb_settled = rss_bytes(server.pid) / 2**20
     finally:
@@ -568,7 +570,7 @@ def main(argv: list[str] | None = None) -> QueryReport:
     print(f"start-up to a healthy /health with this store: {report.startup_s:.2f} s")
     print(
         f"server RSS after the queries: {report.rss_mb_after:.0f} MB, "
-        f"2 s later {report.rss_mb_settled:.0f} MB"
+        f"2 s later {report.rss_mb_settled:.0f} MB, peak {report.rss_mb_peak:.0f} MB"
     )
     if args.json:
         Path(args.json).write_text(json.dumps(asdict(report), indent=2))

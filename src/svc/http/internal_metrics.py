@@ -323,6 +323,11 @@ class ServiceCollector:
             "Time the last rollup pass took.",
             value=getattr(runtime, "rollup_last_seconds", 0.0),
         )
+        yield GaugeMetricFamily(
+            "svc_rollup_last_lock_seconds",
+            "How long the last day's rollup held the store's write lock (the loader waited).",
+            value=runtime.rollups.last_lock_seconds,
+        )
         yield CounterMetricFamily(
             "svc_rollup_failures",
             "Rollup passes that failed (the store is down; tried again later).",

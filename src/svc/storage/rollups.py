@@ -16,6 +16,7 @@ the breakdowns with filters on the page and session dimensions read.
 from __future__ import annotations
 
 import logging
+import time
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -225,6 +226,9 @@ class Rollups:
         self._checked_since: datetime | None = None
         self._last_version: int | None = None
         self.days_computed = 0  # since start, for /health
+        #: How long the last day's computation held the store's write lock (the loader waits
+        #: that long; ingestion does not: it appends to the spool).
+        self.last_lock_seconds = 0.0
 
     def refresh(self, now: datetime | None = None, loaded_through_ms: int | None = None) -> int:
         """Roll up the days that are over and not rolled up yet, and those that events
@@ -295,6 +299,7 @@ class Rollups:
                 long1=max(_as_utc(r[2]) for r in long).replace(tzinfo=None),
             )
         with self.store.write_lock:  # never between an insert's tables (EventStore.write_lock)
+            locked = time.perf_counter()
             self.store.client.command(self._sql, parameters=params)
             self.store.client.command(_PAGE_DAY_SQL, parameters=params)
             self.store.client.command(_EVENT_DAY_SQL, parameters=params)
@@ -302,6 +307,7 @@ class Rollups:
                 self.store.client.command(sql, parameters=params)
             self.store.client.command(_SESSIONS_DAY_SQL, parameters=params)
             self.store.client.command(_PATHS_DAY_SQL, parameters=params)
+            self.last_lock_seconds = time.perf_counter() - locked
         self.store.client.command(
             "INSERT INTO rollup_days (project_id, session_day, version) "
             "VALUES ({project:String}, {day:Date}, {version:UInt64})",
