@@ -7,6 +7,14 @@
 // function with the origin-request event of /analytics (with an origin request policy that
 // includes them; bodies up to 1 MB there, 40 KB at viewer-request). Called at viewer-request
 // it works the same without the location, which the origin then finds from the address.
+//
+// A body CloudFront does not give whole (`inputTruncated`: over 40 KB at viewer-request, over
+// 1 MB at origin-request; or no `body` at all, when the association does not include it) is
+// not judged here: its signature would need the SHA-256 of the whole body. When its declared
+// Content-Length is over the origin's limit, the handler answers 413 (the origin's answer);
+// otherwise the request goes on to the origin as the viewer sent it (CloudFront forwards the
+// body), without any x-svc-edge-* header: the origin judges it with the same rules and sees
+// CloudFront's address (docs/edge.md, "Bodies the function does not see whole").
 
 import type {
   CloudFrontHeaders,
@@ -41,6 +49,21 @@ export function toRequest(cf: CloudFrontRequest, host: string): Request {
   return new Request(url, init);
 }
 
+/** The request's Content-Length, NaN when it has none (a chunked body). */
+function declaredLength(cf: CloudFrontRequest): number {
+  const raw = header(cf.headers, 'content-length');
+  return raw !== null && /^\s*\d+\s*$/.test(raw) ? Number(raw) : NaN;
+}
+
+/** Whether the event holds the request's whole body: a body not truncated, or no body field
+ * for a request that declares none (a POST without `includeBody` has no body field at all). */
+export function wholeBody(cf: CloudFrontRequest): boolean {
+  if (cf.method === 'GET' || cf.method === 'HEAD' || cf.method === 'OPTIONS') return true;
+  if (cf.body) return !cf.body.inputTruncated;
+  const declared = declaredLength(cf);
+  return declared === 0 || (Number.isNaN(declared) && header(cf.headers, 'transfer-encoding') === null);
+}
+
 export async function toResult(response: Response): Promise<CloudFrontResultResponse> {
   const headers: CloudFrontHeaders = {};
   response.headers.forEach((value, name) => {
@@ -64,14 +87,11 @@ export const handler_ = async (event: CloudFrontRequestEvent): Promise<CloudFron
   handler ??= createHandler(configFrom(undefined, SVC_EDGE_CONFIG, 'lambda-edge'));
   const record = event.Records[0]!.cf;
   const cf = record.request;
-  if (cf.body?.inputTruncated) {
-    const declared = Number(header(cf.headers, 'content-length') ?? NaN);
-    if (!(declared > handler.config.maxBodyBytes)) {
-      // A body CloudFront did not give us whole (over 40 KB at viewer-request): on to the
-      // origin as it came, without the visitor's headers (the origin then sees CloudFront).
-      for (const name of Object.keys(cf.headers)) if (name.startsWith('x-svc-edge-')) delete cf.headers[name];
-      return cf;
-    }
+  if (!wholeBody(cf) && !(declaredLength(cf) > handler.config.maxBodyBytes)) {
+    // Not judged here (see above): on to the origin as it came, unsigned. What a client sent
+    // under the edge's names goes: the origin would ignore it unsigned, but it is not ours.
+    for (const name of Object.keys(cf.headers)) if (name.startsWith('x-svc-edge-')) delete cf.headers[name];
+    return cf;
   }
   const visitor = cf.clientIp
     ? {
