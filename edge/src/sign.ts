@@ -57,9 +57,19 @@ function key(secret: string): Promise<CryptoKey> {
   return k;
 }
 
+/** A new nonce: 16 random bytes in hex. It makes every forward's signature unique, so that
+ * the origin can tell a replayed request (the same signature again) from a second request that
+ * only happens to be the same in the same second. */
+export function newNonce(): string {
+  const bytes = new Uint8Array(16);
+  crypto.getRandomValues(bytes);
+  return hex(bytes.buffer);
+}
+
 /**
  * The text that is signed: every line is what the origin sees (header values as sent, the
  * body's SHA-256), so that no part of the request can be changed or moved to another request.
+ * The nonce is the last line, when there is one (every edge built from this source sends one).
  */
 export function canonical(
   kid: string,
@@ -67,8 +77,9 @@ export function canonical(
   req: SignedRequest,
   bodyHash: string,
   fields: readonly string[],
+  nonce = '',
 ): string {
-  return [
+  const lines = [
     `svc-edge-${VERSION}`,
     kid,
     ts,
@@ -78,7 +89,9 @@ export function canonical(
     req.authorization,
     req.userAgent,
     ...fields,
-  ].join('\n');
+  ];
+  if (nonce) lines.push(nonce);
+  return lines.join('\n');
 }
 
 /** The x-svc-edge-* headers for a request (to add to what is sent to the origin). */
@@ -87,6 +100,7 @@ export async function edgeHeaders(
   req: SignedRequest,
   visitor: Visitor,
   nowMs: number = Date.now(),
+  nonce: string = newNonce(),
 ): Promise<Record<string, string>> {
   const fields = [
     headerValue(visitor.ip, 64),
@@ -97,11 +111,12 @@ export async function edgeHeaders(
   const ts = String(Math.floor(nowMs / 1000));
   const kid = keyId(secret);
   const bodyHash = hex(await crypto.subtle.digest('SHA-256', req.body));
-  const text = canonical(kid, ts, req, bodyHash, fields);
+  const text = canonical(kid, ts, req, bodyHash, fields, nonce);
   const signature = hex(await crypto.subtle.sign('HMAC', await key(secret), encoder.encode(text)));
   const out: Record<string, string> = {
     'x-svc-edge-ip': fields[0]!,
     'x-svc-edge-ts': ts,
+    'x-svc-edge-nonce': nonce,
     'x-svc-edge-signature': `${VERSION}=${signature}`,
   };
   if (kid) out['x-svc-edge-kid'] = kid;

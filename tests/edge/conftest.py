@@ -7,17 +7,21 @@ from pathlib import Path
 
 import pytest
 
-from tests.edge.support import SECRET, Edge, built, require_runtimes, start
+from tests.edge.support import METRICS_TOKEN, SECRET, Edge, built, require_runtimes, start
 from tests.support import Server
 
 
 @pytest.fixture(scope="session")
 def origin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """An origin that trusts SECRET, with a small per-address ingestion limit (5 a minute) so
-    that the tests can see which address it counts."""
+    that the tests can see which address it counts, and /internal/metrics (METRICS_TOKEN)."""
     srv = Server(
         tmp_path_factory.mktemp("edge-origin") / "data",
-        env={"SVC_EDGE_SECRET": SECRET, "SVC_RATE_LIMIT_INGEST_PER_IP": "5/m:5"},
+        env={
+            "SVC_EDGE_SECRET": SECRET,
+            "SVC_RATE_LIMIT_INGEST_PER_IP": "5/m:5",
+            "SVC_INTERNAL_METRICS_TOKEN": METRICS_TOKEN,
+        },
     ).start()
     yield srv
     srv.stop()

@@ -36,6 +36,7 @@ BIN = EDGE / "node_modules" / ".bin"
 BUNDLES = ROOT / "src" / "svc" / "static" / "edge"
 PLATFORMS = ("cloudflare-workers", "vercel-edge", "lambda-edge", "bun")
 SECRET = "svc_edge_test1_" + "x" * 40
+METRICS_TOKEN = "edge-tests-metrics-" + "m" * 24  # the origin's SVC_INTERNAL_METRICS_TOKEN
 
 
 def require_runtimes() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import time
 import uuid
@@ -14,9 +15,9 @@ from typing import Any
 import httpx
 import pytest
 
-from svc.http.edge_auth import EdgeSecrets, key_id, sign, verify
+from svc.http.edge_auth import WINDOW_SECONDS, EdgeSecrets, ReplayGuard, key_id, sign, verify
 from tests.conftest import BROWSER_UA
-from tests.edge.support import BIN, EDGE, SECRET, require_runtimes
+from tests.edge.support import BIN, EDGE, METRICS_TOKEN, SECRET, require_runtimes
 from tests.support import Server
 
 KID = key_id(SECRET)
@@ -34,9 +35,12 @@ def signed(
     ts: int | None = None,
     target: str = "/analytics",
     signed_body: bytes | None = None,
+    nonce: str | None = None,
 ) -> dict[str, str]:
-    """The headers an edge sends, signed as edge/src/sign.ts signs them."""
+    """The headers an edge sends, signed as edge/src/sign.ts signs them (with a new nonce
+    unless ``nonce`` is given; ``""``: none, as a signer without nonces)."""
     stamp = str(int(time.time()) if ts is None else ts)
+    nonce = uuid.uuid4().hex if nonce is None else nonce
     authorization = f"Bearer {key}"
     signature = sign(
         secret.encode(),
@@ -48,6 +52,7 @@ def signed(
         authorization=authorization,
         user_agent=BROWSER_UA,
         fields=(ip, country, region, city),
+        nonce=nonce,
     )
     headers = {
         "authorization": authorization,
@@ -59,6 +64,8 @@ def signed(
     }
     if key_id(secret):
         headers["x-svc-edge-kid"] = key_id(secret)
+    if nonce:
+        headers["x-svc-edge-nonce"] = nonce
     for name, value in (("country", country), ("region", region), ("city", city)):
         if value:
             headers[f"x-svc-edge-{name}"] = value
@@ -148,6 +155,74 @@ def test_verify_in_process() -> None:
     bad = signed(body, key="svc_live_k", ip="not-an-ip")
     raw = [(k.encode(), v.encode()) for k, v in bad.items()]
     assert verify(secrets, method="POST", target="/analytics", body=body, headers=raw) is None
+    # the nonce is signed: without one (a signer without nonces) it verifies; another, or one
+    # taken away, does not
+    bare = signed(body, key="svc_live_k", ip="1.2.3.4", nonce="")
+    assert "x-svc-edge-nonce" not in bare
+    raw = [(k.encode(), v.encode()) for k, v in bare.items()]
+    assert verify(secrets, method="POST", target="/analytics", body=body, headers=raw) is not None
+    with_nonce = signed(body, key="svc_live_k", ip="1.2.3.4")
+    for change in ({"x-svc-edge-nonce": "0" * 32}, {"x-svc-edge-nonce": ""}):
+        raw = [(k.encode(), v.encode()) for k, v in {**with_nonce, **change}.items()]
+        assert verify(secrets, method="POST", target="/analytics", body=body, headers=raw) is None
+    long_nonce = signed(body, key="svc_live_k", ip="1.2.3.4", nonce="n" * 129)
+    raw = [(k.encode(), v.encode()) for k, v in long_nonce.items()]
+    assert verify(secrets, method="POST", target="/analytics", body=body, headers=raw) is None
+
+
+def replayed(origin: Server) -> float:
+    r = httpx.get(
+        origin.url + "/internal/metrics", headers={"authorization": f"Bearer {METRICS_TOKEN}"}
+    )
+    assert r.status_code == 200, r.text
+    m = re.search(r'^svc_edge_signed_requests_total\{result="replayed"\} (\S+)$', r.text, re.M)
+    assert m is not None, r.text
+    return float(m.group(1))
+
+
+def test_a_signed_request_is_served_once(origin: Server) -> None:
+    """The same signed request again within its window (a replay: events without eventId,
+    as the browser script sends them) is answered 409 and stores nothing; the same event
+    signed again with a new nonce, in the same second, is a request of its own."""
+    pid, public, secret = new_project(origin)
+    body = json.dumps({"event": "page_view", "url": "/once"}).encode()
+    headers = signed(body, key=public, ip="81.2.69.170", country="DE")
+    before = replayed(origin)
+    first = httpx.post(origin.url + "/analytics", content=body, headers=headers)
+    assert first.status_code == 200, first.text
+    again = httpx.post(origin.url + "/analytics", content=body, headers=headers)
+    assert again.status_code == 409, again.text
+    error = again.json()["error"]
+    assert error["code"] == "conflict" and error["field"] == "x-svc-edge-signature"
+    assert again.headers["access-control-allow-origin"] == "*"
+    assert replayed(origin) == before + 1
+    other = signed(
+        body, key=public, ip="81.2.69.170", country="DE", ts=int(headers["x-svc-edge-ts"])
+    )
+    assert other["x-svc-edge-nonce"] != headers["x-svc-edge-nonce"]
+    second = httpx.post(origin.url + "/analytics", content=body, headers=other)
+    assert second.status_code == 200, second.text
+    origin.wait_loaded()
+    events = origin.events(pid, secret)
+    assert [e["path"] for e in events] == ["/once", "/once"]
+    assert {e["country"] for e in events} == {"DE"}
+
+
+def test_the_replay_memory_keeps_a_signature_for_its_window() -> None:
+    guard = ReplayGuard(capacity=3)
+    t = 1_000_000.0
+    assert guard.first(b"a", t + WINDOW_SECONDS, now=t)
+    assert not guard.first(b"a", t + WINDOW_SECONDS, now=t + 1)
+    assert not guard.first(b"a", t + WINDOW_SECONDS, now=t + WINDOW_SECONDS)
+    # once its time has left the window, it is forgotten (verify refuses it as stale by then)
+    assert guard.first(b"a", t + 2 * WINDOW_SECONDS, now=t + WINDOW_SECONDS + 1)
+    assert len(guard) == 1
+    # full: the oldest is forgotten first, and counted
+    for name in (b"b", b"c", b"d"):
+        assert guard.first(name, t + 3 * WINDOW_SECONDS, now=t + WINDOW_SECONDS + 2)
+    assert len(guard) == 3 and guard.forgotten_early == 1
+    assert guard.first(b"a", t + 3 * WINDOW_SECONDS, now=t + WINDOW_SECONDS + 3)
+    assert not guard.first(b"d", t + 3 * WINDOW_SECONDS, now=t + WINDOW_SECONDS + 3)
 
 
 def test_secrets_registered_in_the_data_directory_are_read_when_they_change(
@@ -193,6 +268,7 @@ def test_the_edges_signature_is_the_one_the_origin_checks(tmp_path: Path) -> Non
     ).stdout
     headers: dict[str, Any] = json.loads(out)
     assert headers["x-svc-edge-kid"] == KID
+    assert re.fullmatch(r"[0-9a-f]{32}", headers["x-svc-edge-nonce"])
     assert headers["x-svc-edge-city"] == "S%C3%A3o%20Paulo"
     raw = [(k.encode(), v.encode("latin-1")) for k, v in headers.items()]
     raw += [

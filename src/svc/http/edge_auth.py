@@ -11,9 +11,11 @@ HMAC-SHA256 over the request, keyed with a secret the two share:
     x-svc-edge-city       the city's name, percent-encoded UTF-8 (optional)
     x-svc-edge-ts         Unix time (s) of the signature
     x-svc-edge-kid        which secret (optional; the ``<id>`` of ``svc_edge_<id>_<random>``)
+    x-svc-edge-nonce      random, new for every request the edge forwards (optional)
     x-svc-edge-signature  ``v1=`` and the hex HMAC of the lines (joined by ``\\n``):
                           ``svc-edge-v1``, kid, ts, method, path and query, hex SHA-256 of the
-                          body, Authorization, User-Agent, ip, country, region, city
+                          body, Authorization, User-Agent, ip, country, region, city, and the
+                          nonce when there is one
 
 :class:`EdgeAuth`, the outermost ASGI middleware of ``svcm serve``, verifies them on
 POST /analytics: a known secret, a signature that matches in constant time, a timestamp within
@@ -42,9 +44,15 @@ counted (:attr:`EdgeAuth.refused`; out of scope also in :attr:`EdgeAuth.out_of_s
 logged at most once a minute.
 
 The body is read (up to ``SVC_MAX_BODY_BYTES``) before the limits see the request, to check
-its hash; it is then handed on unchanged. A request that is replayed within the window is
-accepted again (the signature binds its body, key and user agent, so a replay can only repeat
-the same events, which ``eventId`` deduplicates); the edge-to-origin leg should be HTTPS.
+its hash; it is then handed on unchanged. A verified request is served once: its signature is
+remembered (:class:`ReplayGuard`) until its timestamp leaves the window, and the same
+signature again is a replay, answered 409 ``conflict`` (field ``x-svc-edge-signature``) with
+nothing stored, and counted (:attr:`EdgeAuth.replayed`). Without that, a captured request
+sent again within the window would store its events again, as the signed visitor's (the
+browser script's events carry no ``eventId`` to deduplicate them). The edge signs a new nonce
+with every request, so two requests it forwards never share a signature, even when they are
+the same in the same second. The memory is this process's: the edge-to-origin leg should be
+HTTPS all the same.
 """
 
 from __future__ import annotations
@@ -57,12 +65,15 @@ import logging
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from svc.credentials import edge_key_id
+from svc.errors import ApiError, Conflict
+from svc.http.common import error_response
 from svc.http.limits import _bearer, _known, _query_param, _resolve
 from svc.ingestion.enrich.geo import Geo, geo_from_headers
 from svc.meta import edge_secrets as stored_secrets
@@ -74,6 +85,7 @@ __all__ = [
     "EdgeAuth",
     "EdgeSecrets",
     "EdgeVisitor",
+    "ReplayGuard",
     "key_id",
     "sign",
     "verify",
@@ -116,6 +128,12 @@ _RELOAD_SECONDS: Final = 1.0
 STORED_SECONDS: Final = 5.0
 #: A secret and its scope: the projects it may sign for (None: every project).
 Keyed = tuple[bytes, frozenset[str] | None]
+#: How many signatures :class:`ReplayGuard` keeps at most (measured: 195 bytes each, 39 MB in
+#: all): every signed request of the last 240 s up to about 830 a second, the oldest
+#: forgotten first beyond.
+REPLAY_MEMORY: Final = 200_000
+#: The longest nonce taken (the edge sends 32 hex digits).
+MAX_NONCE: Final = 128
 
 
 #: ``svc_edge_<id>_<random>`` names its key id; any other secret has the id ``''``.
@@ -129,6 +147,42 @@ class EdgeVisitor:
     address: str
     geo: Geo | None  # None: no country from the edge (the origin locates the address)
     scope: frozenset[str] | None = None  # the projects its secret may sign for; None: all
+
+
+class ReplayGuard:
+    """The signatures of the verified requests whose time is still within the window: the
+    same signature again is a replay.
+
+    Each is kept until its signed time leaves the window (``ts`` + :data:`WINDOW_SECONDS`;
+    after that :func:`verify` refuses it as stale anyway), in a set and a queue in arrival
+    order; at most ``capacity`` are kept, the oldest forgotten first beyond (counted in
+    :attr:`forgotten_early`: the only way a replay can pass). Not thread-safe: the event loop's
+    alone."""
+
+    def __init__(self, capacity: int = REPLAY_MEMORY) -> None:
+        self.capacity = capacity
+        self.forgotten_early = 0
+        self._seen: set[bytes] = set()
+        self._queue: deque[tuple[float, bytes]] = deque()
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+    def first(self, signature: bytes, until: float, now: float | None = None) -> bool:
+        """True the first time ``signature`` is offered (then kept until ``until``, Unix
+        seconds), False while it is kept."""
+        t = time.time() if now is None else now
+        queue, seen = self._queue, self._seen
+        while queue and queue[0][0] < t:
+            seen.discard(queue.popleft()[1])
+        if signature in seen:
+            return False
+        while len(queue) >= self.capacity:
+            seen.discard(queue.popleft()[1])
+            self.forgotten_early += 1
+        seen.add(signature)
+        queue.append((until, signature))
+        return True
 
 
 class EdgeSecrets:
@@ -256,21 +310,24 @@ def sign(
     authorization: str,
     user_agent: str,
     fields: tuple[str, str, str, str],
+    nonce: str = "",
 ) -> str:
-    """The hex signature of a request (the edge's ``edge/src/sign.ts``, in Python)."""
-    text = "\n".join(
-        (
-            f"svc-edge-{VERSION}",
-            kid,
-            ts,
-            method.upper(),
-            target,
-            body_sha256,
-            authorization,
-            user_agent,
-            *fields,
-        )
-    )
+    """The hex signature of a request (the edge's ``edge/src/sign.ts``, in Python); the nonce
+    is the last line when there is one."""
+    lines = [
+        f"svc-edge-{VERSION}",
+        kid,
+        ts,
+        method.upper(),
+        target,
+        body_sha256,
+        authorization,
+        user_agent,
+        *fields,
+    ]
+    if nonce:
+        lines.append(nonce)
+    text = "\n".join(lines)
     return hmac.new(secret, text.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
@@ -305,7 +362,10 @@ def verify(
             user_agent = value.decode("latin-1")
     version, _, signature = edge.get(b"signature", "").partition("=")
     ts = edge.get(b"ts", "")
+    nonce = edge.get(b"nonce", "")
     if version != VERSION or not signature or not ts.isdigit() or len(ts) > 12:
+        return None
+    if len(nonce) > MAX_NONCE:
         return None
     if abs((time.time() if now is None else now) - int(ts)) > WINDOW_SECONDS:
         return None
@@ -333,6 +393,7 @@ def verify(
             authorization=authorization,
             user_agent=user_agent,
             fields=fields,
+            nonce=nonce,
         )
         if hmac.compare_digest(expected, signature):
             matched = True
@@ -372,7 +433,11 @@ class EdgeAuth:
         self.verified = 0
         self.refused = 0
         self.out_of_scope = 0
+        #: Verified requests whose signature had been served before: answered 409.
+        self.replayed = 0
+        self.replays = ReplayGuard()
         self._last_warning = float("-inf")
+        self._last_replay_warning = float("-inf")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
@@ -381,10 +446,17 @@ class EdgeAuth:
             and scope["path"] == "/analytics"
             and any(name == _SIGNATURE for name, _ in scope["headers"])
         ):
-            scope, receive = await self._check(scope, receive)
+            scope, receive, refusal = await self._check(scope, receive)
+            if refusal is not None:
+                await error_response(refusal)(scope, receive, send)
+                return
         await self.app(scope, receive, send)
 
-    async def _check(self, scope: Scope, receive: Receive) -> tuple[Scope, Receive]:
+    async def _check(
+        self, scope: Scope, receive: Receive
+    ) -> tuple[Scope, Receive, ApiError | None]:
+        """The request as the visitor's when its edge headers verify, else as it came; with
+        the error to answer instead when it is a replay."""
         messages: list[Message] = []
         chunks: list[bytes] = []
         size = 0
@@ -441,7 +513,27 @@ class EdgeAuth:
                     self.refused,
                     self.out_of_scope,
                 )
-            return scope, replay
+            return scope, replay, None
+        signature = _header(scope, _SIGNATURE).partition("=")[2]
+        ts = int(_header(scope, b"x-svc-edge-ts"))
+        if not self.replays.first(bytes.fromhex(signature), ts + WINDOW_SECONDS):
+            self.replayed += 1
+            now = time.monotonic()
+            if now - self._last_replay_warning > 60:
+                self._last_replay_warning = now
+                log.warning(
+                    "POST /analytics with a signed edge request received before (a replay "
+                    "within the %d s window): answered 409, nothing stored (%d so far)",
+                    WINDOW_SECONDS,
+                    self.replayed,
+                )
+            conflict = Conflict(
+                "this request, signed by an edge, was received before: a signed request is "
+                f"served once (a replay within its {WINDOW_SECONDS} s window); nothing was "
+                "stored",
+                field="x-svc-edge-signature",
+            )
+            return scope, replay, conflict
         self.verified += 1
         scope = dict(scope)
         scope["client"] = (visitor.address, 0)
@@ -451,7 +543,7 @@ class EdgeAuth:
             if name not in _DROPPED and not name.startswith(_PREFIX)
         ]
         scope["svc.edge_geo"] = visitor.geo
-        return scope, replay
+        return scope, replay, None
 
 
 def _header(scope: Scope, name: bytes) -> str:

@@ -206,12 +206,14 @@ class ServiceCollector:
             "svc_edge_signed_requests",
             "POST /analytics with signed edge headers, by result: verified, refused (ignored: "
             "unknown secret, bad signature or time, body over the limit), out_of_scope "
-            "(ignored: the key's project is not in the secret's scope).",
+            "(ignored: the key's project is not in the secret's scope), replayed (answered "
+            "409: the same signed request again within its window).",
             labels=["result"],
         )
         signed.add_metric(["verified"], edge.verified)
         signed.add_metric(["refused"], edge.refused - edge.out_of_scope)
         signed.add_metric(["out_of_scope"], edge.out_of_scope)
+        signed.add_metric(["replayed"], edge.replayed)
         yield signed
 
     def _spool_and_loader(self, report: dict[str, Any]) -> Iterator[Metric]:
