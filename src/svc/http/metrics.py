@@ -22,6 +22,7 @@ from svc.meta.store import Project
 from svc.queries import (
     breakdown,
     commerce,
+    compare,
     conversions,
     measurements,
     properties,
@@ -185,23 +186,7 @@ async def _read(
 
 def _metrics(store: EventStore, project: Project, request: Request) -> dict[str, Any]:
     scope = parse_scope(request, project)
-    compare = request.query_params.get("compare")
-    other: DateRange | None = None
-    if compare:  # checked before any query runs
-        if compare == "previous_period":
-            other = scope.rng.previous_period()
-        elif compare == "previous_year":
-            other = scope.rng.previous_year()
-        else:
-            raise InvalidRequest(
-                "`compare` must be previous_period or previous_year", field="compare"
-            )
-        if not other.within_bounds:
-            raise InvalidRequest(
-                f"`compare`: the {compare.replace('_', ' ')} ({other.first} to {other.last}) "
-                f"is not within {FIRST_DAY} to {LAST_DAY}",
-                field="compare",
-            )
+    other = _other_range(request, scope.rng)  # checked before any query runs
     engaged = measurements.parse_duration(request.query_params.get("duration"))
     body = measurements.with_duration(query_metrics(store, scope).to_json(), store, scope, engaged)
     body["from"], body["to"] = scope.rng.first.isoformat(), scope.rng.last.isoformat()
@@ -229,14 +214,26 @@ def _breakdown(store: EventStore, project: Project, request: Request) -> dict[st
     by = params.get("by")
     if not by:
         raise InvalidRequest("`by` is required: the dimension to break down by", field="by")
+    other = _other_range(request, scope.rng)
+    before = None if other is None else parse_scope(request, project, other)
     if by in measurements.KINDS:  # the extensions' reports (docs/api.md, Page measurements)
         paging = measurements.parse_paging(
             by, params.get("limit"), params.get("offset"), params.get("order")
         )
-        return measurements.query_kind(store, scope, by, paging)
+        return compare.compared(
+            lambda q, only: measurements.query_kind(store, q, by, paging, only),
+            scope,
+            before,
+            measurements.blank_row(by),
+        )
     dim, dim_params = dimension(by, "by_key")
     page = breakdown.parse_page(params.get("limit"), params.get("offset"), params.get("order"))
-    return breakdown.query_breakdown(store, scope, dim, page, dim_params)
+    return compare.compared(
+        lambda q, only: breakdown.query_breakdown(store, q, dim, page, dim_params, only),
+        scope,
+        before,
+        breakdown.blank_row(),
+    )
 
 
 def _realtime(store: EventStore, project: Project, request: Request) -> dict[str, Any]:

@@ -124,7 +124,23 @@ class Metrics(Doc):
     notes: Notes | UnsetType = UNSET
 
 
-class SessionRow(Doc):
+#: How a count or a time changed from the other range (``compare``; docs/api.md).
+Change = Annotated[
+    float | None,
+    Meta(description="Relative change in percent, one decimal; null: nothing to relate it to."),
+]
+#: How a share changed from the other range.
+PointsChange = Annotated[float | None, Meta(description="Difference in percentage points.")]
+
+
+class Compared(Doc):
+    """The other range of ``compare`` (previous_period, previous_year)."""
+
+    from_: date
+    to: date
+
+
+class SessionFigures(Doc):
     """The session figures of one value (a breakdown) or one time (a series)."""
 
     visitors: int
@@ -133,10 +149,27 @@ class SessionRow(Doc):
     events: int
     bounce_rate: str
     avg_session_duration: Annotated[float, Meta(description="Seconds.")]
+
+
+class SessionChange(Doc):
+    visitors: Change
+    sessions: Change
+    pageviews: Change
+    events: Change
+    bounce_rate: PointsChange
+    avg_session_duration: Change
+
+
+class SessionRow(SessionFigures, kw_only=True):
+    """A value's session figures; with ``compare``, its figures in the other range and how
+    each changed."""
+
     value: str | UnsetType = UNSET
+    compare: SessionFigures | UnsetType = UNSET
+    change: SessionChange | UnsetType = UNSET
 
 
-class Point(SessionRow, kw_only=True):
+class Point(SessionFigures, kw_only=True):
     time: str
 
 
@@ -151,6 +184,7 @@ class Breakdown(Doc):
     by: str
     rows: list[SessionRow]
     total_rows: Annotated[int, Meta(description="Rows in all, past `limit` and `offset`.")]
+    compare: Compared | UnsetType = UNSET
     raw_data_from: RawDataFrom | UnsetType = UNSET
     notes: Notes | UnsetType = UNSET
 
@@ -158,7 +192,7 @@ class Breakdown(Doc):
 # the extensions' reports (svc.queries.measurements; docs/api.md, Page measurements) ---------
 
 
-class EngagementRow(SessionRow, kw_only=True):
+class EngagementFigures(SessionFigures, kw_only=True):
     """A page's figures (as ``by=page``) and its engagement."""
 
     engaged_visits: Annotated[int, Meta(description="(session, page) visits with engagement.")]
@@ -170,10 +204,24 @@ class EngagementRow(SessionRow, kw_only=True):
     ]
 
 
+class EngagementChange(SessionChange, kw_only=True):
+    engaged_visits: Change
+    median_engaged_ms: Change
+    mean_engaged_ms: Change
+    scroll_depth: dict[str, PointsChange]
+
+
+class EngagementRow(EngagementFigures, kw_only=True):
+    value: str
+    compare: EngagementFigures | UnsetType = UNSET
+    change: EngagementChange | UnsetType = UNSET
+
+
 class EngagementBreakdown(Doc):
     by: Literal["engagement"]
     rows: list[EngagementRow]
     total_rows: int
+    compare: Compared | UnsetType = UNSET
 
 
 class Referrer(Doc):
@@ -181,19 +229,30 @@ class Referrer(Doc):
     events: int
 
 
-class TargetRow(Doc):
+class TargetFigures(Doc):
+    visitors: int
+    events: int
+
+
+class TargetChange(Doc):
+    visitors: Change
+    events: Change
+
+
+class TargetRow(TargetFigures, kw_only=True):
     """A link's URL (outbound, download) or a page marked not found (404)."""
 
     value: str
-    visitors: int
-    events: int
     referrers: Annotated[list[Referrer], Meta(description="404 only.")] | UnsetType = UNSET
+    compare: TargetFigures | UnsetType = UNSET
+    change: TargetChange | UnsetType = UNSET
 
 
 class TargetBreakdown(Doc):
     by: Literal["outbound", "download", "404"]
     rows: list[TargetRow]
     total_rows: int
+    compare: Compared | UnsetType = UNSET
 
 
 class VitalFigures(Doc):
@@ -204,8 +263,16 @@ class VitalFigures(Doc):
     poor: Percent
 
 
-class VitalsRow(Doc):
-    """Web Vitals of the page loads of one value or one time."""
+class VitalChange(Doc):
+    samples: Change
+    p75: Change
+    good: PointsChange
+    needs_improvement: PointsChange
+    poor: PointsChange
+
+
+class VitalsFigures(Doc):
+    """Web Vitals of some page loads."""
 
     samples: int
     lcp: VitalFigures
@@ -213,14 +280,36 @@ class VitalsRow(Doc):
     cls: VitalFigures
     fcp: VitalFigures
     ttfb: VitalFigures
+
+
+class VitalsChange(Doc):
+    samples: Change
+    lcp: VitalChange
+    inp: VitalChange
+    cls: VitalChange
+    fcp: VitalChange
+    ttfb: VitalChange
+
+
+class VitalsRow(VitalsFigures, kw_only=True):
+    """Web Vitals of the page loads of one value or one time."""
+
     value: str | UnsetType = UNSET
     time: str | UnsetType = UNSET
 
 
+class VitalsValueRow(VitalsRow, kw_only=True):
+    """A value's Web Vitals; with ``compare``, in the other range and how each changed."""
+
+    compare: VitalsFigures | UnsetType = UNSET
+    change: VitalsChange | UnsetType = UNSET
+
+
 class VitalsBreakdown(Doc):
     by: Literal["vitals:page", "vitals:device", "vitals:country"]
-    rows: list[VitalsRow]
+    rows: list[VitalsValueRow]
     total_rows: int
+    compare: Compared | UnsetType = UNSET
 
 
 class Vitals(VitalsRow, kw_only=True):
@@ -694,6 +783,12 @@ def _reports(settings: Settings, secured: list[dict[str, list[str]]]) -> dict[st
                     "query",
                     "visitors, sessions, pageviews, events, bounceRate, avgSessionDuration "
                     "or value; - for descending (default -visitors).",
+                ),
+                _param(
+                    "compare",
+                    "query",
+                    "previous_period or previous_year: each row gets `compare` (its value's "
+                    "figures in the other range) and `change`; the answer `compare` (the range).",
                 ),
             ],
             "Breakdown",

@@ -9,6 +9,7 @@ events that carry the property.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,19 +100,33 @@ def query_breakdown(
     dim: Dimension,
     page: Page,
     dim_params: dict[str, str] | None = None,
+    only: Sequence[str] | None = None,
 ) -> dict[str, Any]:
+    """The breakdown by ``dim``: its rows ordered and paged by ``page``; with ``only``, the
+    rows of those values alone, whatever ``page`` says (what a comparison asks the other
+    range about: svc.queries.compare)."""
+    if only is not None:
+        if not only:
+            return _result([], dim, page)
+        page = Page(len(only), 0, page.order)
     p = plan(query).bound(dim_params or {})
     runner = Runner(store)
     kind = rows_kind(p, dim)
     facts = runner.facts(p, needs(p, dim))
     if not facts.rolled:
-        stmt = reports.breakdown(p, facts, dim, kind, page.order, page.limit, page.offset)
+        stmt = reports.breakdown(p, facts, dim, kind, page.order, page.limit, page.offset, only)
         return _result(runner.named(stmt), dim, page)
     if p.filters:  # the rolled days' sessions, from rolled_sessions
         rolled = reports.rolled_by_value(p, facts, dim)
     else:  # the rolled days from the daily rollups
         rolled = session_sql.rollup_sums(p, facts, [dim.name])
-    return _with_rolled_days(runner, p, facts, dim, kind, page, rolled)
+    return _with_rolled_days(runner, p, facts, dim, kind, page, rolled, only)
+
+
+def blank_row() -> dict[str, Any]:
+    """The figures of a value with no session: what a comparison gives a value the other
+    range does not have."""
+    return session_metrics(dict.fromkeys((*_SUMMED, "visitors"), 0))
 
 
 def _result(rows: list[dict[str, Any]], dim: Dimension, page: Page) -> dict[str, Any]:
@@ -136,13 +151,19 @@ def _with_rolled_days(
     kind: str,
     page: Page,
     rolled: Statement,
+    only: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The breakdown of the days not rolled up, from the rows of its kind, and of the rolled
     days, from ``rolled`` (per value, the figures of the session aggregates), run side by
     side and added up by value (every figure adds up over days, visitors too: a visitor is
-    a person on one day); then ordered and paged."""
-    rest_rows, rolled_rows = runner.together(reports.by_value(p, facts, dim, kind), rolled)
-    return _added_up([*rolled_rows, *rest_rows], dim, page)
+    a person on one day); then ordered and paged (with ``only``, those values alone)."""
+    rest = reports.by_value(p, facts, dim, kind, only)
+    rest_rows, rolled_rows = runner.together(rest, rolled)
+    rows = [*rolled_rows, *rest_rows]
+    if only is not None:
+        wanted = set(only)
+        rows = [r for r in rows if r["value"] in wanted]
+    return _added_up(rows, dim, page)
 
 
 def _added_up(rows: list[dict[str, Any]], dim: Dimension, page: Page) -> dict[str, Any]:

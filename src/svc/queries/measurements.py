@@ -11,6 +11,7 @@ the closest ranks (exact, as numpy's default percentile)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,14 +59,24 @@ def parse_paging(kind: str, limit: str | None, offset: str | None, order: str | 
     return Paging(page.limit, page.offset, chosen)
 
 
-def query_kind(store: EventStore, query: Query, kind: str, paging: Paging) -> dict[str, Any]:
-    """The breakdown ``by=kind`` (one of :data:`KINDS`)."""
+def query_kind(
+    store: EventStore,
+    query: Query,
+    kind: str,
+    paging: Paging,
+    only: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """The breakdown ``by=kind`` (one of :data:`KINDS`); with ``only``, the rows of those
+    values alone, whatever ``paging`` says, and their figures only (no 404 referrers): what
+    a comparison asks the other range about (svc.queries.compare)."""
+    if only is not None:
+        paging = Paging(max(len(only), 1), 0, paging.order)
     if kind == "engagement":
-        body = query_engagement(store, query, paging)
+        body = query_engagement(store, query, paging, only)
     elif kind.startswith("vitals:"):
-        body = query_vitals_by(store, query, kind.removeprefix("vitals:"), paging)
+        body = query_vitals_by(store, query, kind.removeprefix("vitals:"), paging, only)
     else:
-        body = query_clicks(store, query, kind, paging)
+        body = query_clicks(store, query, kind, paging, only)
     return {
         "by": kind,
         **body,
@@ -75,12 +86,18 @@ def query_kind(store: EventStore, query: Query, kind: str, paging: Paging) -> di
     }
 
 
-def query_engagement(store: EventStore, query: Query, paging: Paging) -> dict[str, Any]:
-    """The page breakdown (visitors, page views, ... as ``by=page``), each row with its
-    engagement (:func:`engagement_figures`)."""
+def query_engagement(
+    store: EventStore, query: Query, paging: Paging, only: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """The page breakdown (visitors, page views, ... as ``by=page``; with ``only``, of those
+    pages), each row with its engagement (:func:`engagement_figures`)."""
     page_dim, _ = dimension("page", "by_key")
     pages = breakdown.query_breakdown(
-        store, query, page_dim, breakdown.Page(paging.limit, paging.offset, paging.order)
+        store,
+        query,
+        page_dim,
+        breakdown.Page(paging.limit, paging.offset, paging.order),
+        only=only,
     )
     p, runner = plan(query), Runner(store)
     paths = [r["value"] for r in pages["rows"]]
@@ -118,16 +135,27 @@ def query_engagement_total(store: EventStore, query: Query) -> dict[str, Any]:
     return {**engagement_figures(row), "engagedMs": int(row["engaged_ms"] or 0)}
 
 
-def query_clicks(store: EventStore, query: Query, kind: str, paging: Paging) -> dict[str, Any]:
-    """Outbound links and downloads per target URL, 404s per page (with its referrers): the
-    events of the kind and their visitors."""
+def query_clicks(
+    store: EventStore,
+    query: Query,
+    kind: str,
+    paging: Paging,
+    only: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Outbound links and downloads per target URL, 404s per page (with its referrers, but
+    with ``only``): the events of the kind and their visitors (with ``only``, of those
+    targets)."""
+    if only is not None and not only:
+        return {"rows": [], "totalRows": 0}
     p, runner = plan(query), Runner(store)
-    rows = runner.named(sql.clicks(p, Facts(), kind, paging.limit, paging.offset, paging.order))
+    rows = runner.named(
+        sql.clicks(p, Facts(), kind, paging.limit, paging.offset, paging.order, only)
+    )
     out = [
         {"value": r["value"], "visitors": int(r["visitors"]), "events": int(r["events"])}
         for r in rows
     ]
-    if kind == "404" and out:
+    if kind == "404" and out and only is None:
         paths = [r["value"] for r in out]
         refs: dict[str, list[dict[str, Any]]] = {}
         for r in runner.named(sql.not_found_referrers(p, Facts(), paths, REFERRERS_PER_PAGE)):
@@ -157,10 +185,20 @@ def vital_figures(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def query_vitals_by(store: EventStore, query: Query, group: str, paging: Paging) -> dict[str, Any]:
+def query_vitals_by(
+    store: EventStore,
+    query: Query,
+    group: str,
+    paging: Paging,
+    only: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Web Vitals per page, device class or country (``group``); with ``only``, of those
+    values."""
+    if only is not None and not only:
+        return {"rows": [], "totalRows": 0}
     p = plan(query)
     rows = Runner(store).named(
-        sql.vitals_by(p, Facts(), group, paging.limit, paging.offset, paging.order)
+        sql.vitals_by(p, Facts(), group, paging.limit, paging.offset, paging.order, only)
     )
     return {
         "rows": [{"value": r["value"], **vital_figures(r)} for r in rows],
@@ -181,20 +219,31 @@ def query_vitals(store: EventStore, query: Query, interval: str | None) -> dict[
     )
     body: dict[str, Any] = vital_figures(total[0])
     by_time = {r["time"]: r for r in series}
-    empty = {
-        "samples": 0,
-        **{f"{v.name}_{x}": 0 for v in VITALS for x in ("n", "good", "poor")},
-    }
     body["interval"] = interval
     body["points"] = [
-        {"time": label, **vital_figures(by_time.get(label) or {**empty, **_no_p75()})}
+        {"time": label, **vital_figures(by_time.get(label) or _no_samples())}
         for label in buckets(p.rng, interval)
     ]
     return body
 
 
-def _no_p75() -> dict[str, Any]:
-    return {f"{v.name}_p75": None for v in VITALS}
+def _no_samples() -> dict[str, Any]:
+    """The aggregate row of no page load: no samples, no p75."""
+    return {
+        "samples": 0,
+        **{f"{v.name}_{x}": 0 for v in VITALS for x in ("n", "good", "poor")},
+        **{f"{v.name}_p75": None for v in VITALS},
+    }
+
+
+def blank_row(kind: str) -> dict[str, Any]:
+    """The figures of a row of the breakdown ``by=kind`` that had nothing: what a comparison
+    gives a value the other range does not have."""
+    if kind == "engagement":
+        return {**breakdown.blank_row(), **engagement_figures(None)}
+    if kind.startswith("vitals:"):
+        return vital_figures(_no_samples())
+    return {"visitors": 0, "events": 0}
 
 
 def parse_duration(value: str | None) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from svc.queries.plan import Facts, Plan
-from svc.queries.sql.reports import INTERVALS, LABELS
+from svc.queries.sql.reports import INTERVALS, LABELS, only_values
 from svc.queries.sql.sessions import events_where, session_rows_where
 from svc.queries.sql.statement import RANGE_WHERE, Statement, statement
 from svc.schema.measurements import VITALS, Vital
@@ -100,26 +100,34 @@ _VITAL_FIGURES = ", ".join(_vital_columns(v) for v in VITALS)
 
 
 def vitals_by(
-    plan: Plan, facts: Facts, group: str, limit: int, offset: int, order: str
+    plan: Plan,
+    facts: Facts,
+    group: str,
+    limit: int,
+    offset: int,
+    order: str,
+    only: Sequence[str] | None = None,
 ) -> Statement:
     """Per value of ``group`` (:data:`VITAL_GROUPS`): the page loads measured ``samples``, and
     per vital its samples, p75 (linear interpolation between the closest ranks, exact) and
     the samples good (at most Google's ``good`` threshold) and poor (above ``poor``); ordered
-    by samples or value and paged, with ``total_rows``."""
+    by samples or value and paged, with ``total_rows``; with ``only``, of those values."""
     column = VITAL_GROUPS[group]
     direction = "DESC" if order.startswith("-") else "ASC"
     by = "value" if order.lstrip("-+") == "value" else "samples"
     then = "" if by == "value" else ", value"
+    keep, values = only_values(only, column, "AND")
     return statement(
         f"SELECT {column} AS value, count() AS samples, {_VITAL_FIGURES}, "
         "count() OVER () AS total_rows "
-        f"FROM page_measurements WHERE {measured_where(plan, facts, 'web_vitals')} "
+        f"FROM page_measurements WHERE {measured_where(plan, facts, 'web_vitals')}{keep}"
         f"GROUP BY value ORDER BY {by} {direction}{then} "
         "LIMIT {limit:UInt32} OFFSET {offset:UInt32}",
         plan,
         facts,
         limit=limit,
         offset=offset,
+        **values,
     )
 
 
@@ -157,25 +165,35 @@ CLICK_KINDS = {
 }
 
 
-def clicks(plan: Plan, facts: Facts, kind: str, limit: int, offset: int, order: str) -> Statement:
+def clicks(
+    plan: Plan,
+    facts: Facts,
+    kind: str,
+    limit: int,
+    offset: int,
+    order: str,
+    only: Sequence[str] | None = None,
+) -> Statement:
     """Per target (the link's URL; for ``404`` the page): its events ``events`` and distinct
     visitors, of the events of the kind that pass the filters, ordered and paged, with
-    ``total_rows``."""
+    ``total_rows``; with ``only``, of those targets."""
     name, value = CLICK_KINDS[kind]
     by = order.lstrip("-+")
     direction = "DESC" if order.startswith("-") else "ASC"
     then = "" if by == "value" else ", value"
+    keep, values = only_values(only, value, "AND")
     return statement(
         f"SELECT {value} AS value, count() AS events, uniqExact(visitor_id) AS visitors, "
         "count() OVER () AS total_rows "
-        f"FROM report_events WHERE {events_where(plan, facts)} AND name = {{kind_name:String}} "
-        f"GROUP BY value ORDER BY {by} {direction}{then} "
+        f"FROM report_events WHERE {events_where(plan, facts)} AND name = {{kind_name:String}}"
+        f"{keep}GROUP BY value ORDER BY {by} {direction}{then} "
         "LIMIT {limit:UInt32} OFFSET {offset:UInt32}",
         plan,
         facts,
         kind_name=name,
         limit=limit,
         offset=offset,
+        **values,
     )
 
 

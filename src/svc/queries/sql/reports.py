@@ -67,16 +67,36 @@ def breakdown_rows(plan: Plan, facts: Facts, dim: Dimension, kind: str) -> str:
     return event_rows(plan, facts, dim)
 
 
+def only_values(
+    only: Sequence[str] | None, column: str = "value", joined: str = "WHERE"
+) -> tuple[str, dict[str, Any]]:
+    """``{joined} <column> IN <only>`` with a space each side: a condition that keeps the
+    rows whose ``column`` is one of ``only`` (the values a comparison asks the other range
+    about), and the values it binds; with no ``only``, a space and nothing to bind."""
+    if only is None:
+        return " ", {}
+    return f" {joined} {column} IN {{only:Array(String)}} ", {"only": list(only)}
+
+
 def breakdown(
-    plan: Plan, facts: Facts, dim: Dimension, kind: str, order: str, limit: int, offset: int
+    plan: Plan,
+    facts: Facts,
+    dim: Dimension,
+    kind: str,
+    order: str,
+    limit: int,
+    offset: int,
+    only: Sequence[str] | None = None,
 ) -> Statement:
     """A breakdown's page of rows, ordered (``order``: a name of :data:`ORDER_COLUMNS`,
-    ``-`` for descending), with the count of every row."""
+    ``-`` for descending), with the count of every row; with ``only``, of those values
+    alone."""
     name = order.lstrip("-+")
     direction = "DESC" if order.startswith("-") else "ASC"
+    keep, values = only_values(only)
     return statement(
         f"SELECT value, {SESSION_AGGREGATES}, count() OVER () AS total_rows "
-        f"FROM ({breakdown_rows(plan, facts, dim, kind)}) GROUP BY value "
+        f"FROM ({breakdown_rows(plan, facts, dim, kind)}){keep}GROUP BY value "
         f"ORDER BY {ORDER_COLUMNS[name]} {direction}, value ASC "
         "LIMIT {limit:UInt32} OFFSET {offset:UInt32}",
         plan,
@@ -86,13 +106,18 @@ def breakdown(
     )
 
 
-def by_value(plan: Plan, facts: Facts, dim: Dimension, kind: str) -> Statement:
-    """Per value of ``dim``, the session aggregates of the days not rolled up."""
+def by_value(
+    plan: Plan, facts: Facts, dim: Dimension, kind: str, only: Sequence[str] | None = None
+) -> Statement:
+    """Per value of ``dim`` (with ``only``, of those alone), the session aggregates of the
+    days not rolled up."""
+    keep, values = only_values(only)
     return statement(
         f"SELECT value, {SESSION_AGGREGATES} FROM ({breakdown_rows(plan, facts, dim, kind)}) "
-        "GROUP BY value",
+        f"{keep}GROUP BY value",
         plan,
         facts,
+        **values,
     )
 
 
