@@ -103,6 +103,7 @@ def breakdown(
         facts,
         limit=limit,
         offset=offset,
+        **values,
     )
 
 
