@@ -6,6 +6,14 @@ import type { JSX } from "preact";
 import { useData, useQuery } from "./context";
 import { num } from "./format";
 import { Body, Report, SimpleRows, useHidden } from "./reports";
+import {
+  showVital,
+  VITALS,
+  VitalsChart,
+  type VitalFigures,
+  type VitalsFigures,
+  type VitalsPoint,
+} from "./vitalschart";
 
 interface EngagementRow {
   value: string;
@@ -30,25 +38,8 @@ interface Rows<T> {
   totalRows: number;
 }
 
-interface VitalFigures {
-  samples: number;
-  p75: number | null;
-  good: string;
-  needsImprovement: string;
-  poor: string;
-}
-
-type VitalName = "lcp" | "inp" | "cls" | "fcp" | "ttfb";
-
-type VitalsAnswer = { samples: number } & Record<VitalName, VitalFigures>;
-
-const VITALS: { name: VitalName; label: string; unit: string }[] = [
-  { name: "lcp", label: "Largest contentful paint", unit: "ms" },
-  { name: "inp", label: "Interaction to next paint", unit: "ms" },
-  { name: "cls", label: "Cumulative layout shift", unit: "" },
-  { name: "fcp", label: "First contentful paint", unit: "ms" },
-  { name: "ttfb", label: "Time to first byte", unit: "ms" },
-];
+/** GET /metrics/vitals with `interval`: the range's figures and a point per interval. */
+type VitalsAnswer = VitalsFigures & { interval?: string; points?: VitalsPoint[] };
 
 function seconds(ms: number | null): string {
   if (ms === null) return "–";
@@ -157,8 +148,8 @@ function ShareBar(props: { figures: VitalFigures }): JSX.Element {
 }
 
 export function VitalsPanel(): JSX.Element | null {
-  const { base } = useQuery();
-  const data = useData<VitalsAnswer>("/metrics/vitals", base);
+  const { base, interval, range } = useQuery();
+  const data = useData<VitalsAnswer>("/metrics/vitals", [...base, ["interval", interval]]);
   if (useHidden(data.error)) return null;
   return (
     <Report id="vitals" title="Web Vitals (p75)">
@@ -168,23 +159,30 @@ export function VitalsPanel(): JSX.Element | null {
         emptyText="No Web Vitals measured in this range (the vitals extension of the script)."
       >
         {(d) => (
-          <ul class="plain vitals">
-            {VITALS.map((v) => {
-              const f = d[v.name];
-              return (
-                <li key={v.name} class="vital" data-vital={v.name}>
-                  <span class="vital-name" title={v.label}>
-                    {v.name.toUpperCase()}
-                  </span>
-                  <span class="num" data-testid="p75">
-                    {f.p75 === null ? "–" : v.unit ? `${num(Math.round(f.p75))} ${v.unit}` : f.p75.toFixed(3)}
-                  </span>
-                  <ShareBar figures={f} />
-                  <span class="num vital-good">{f.good}</span>
-                </li>
-              );
-            })}
-          </ul>
+          <>
+            <ul class="plain vitals">
+              {VITALS.map((v) => {
+                const f = d[v.name];
+                return (
+                  <li key={v.name} class="vital" data-vital={v.name}>
+                    <span class="vital-name" title={v.label}>
+                      {v.name.toUpperCase()}
+                    </span>
+                    <span class="num" data-testid="p75">
+                      {showVital(v, f.p75)}
+                    </span>
+                    <ShareBar figures={f} />
+                    <span class="num vital-good">{f.good}</span>
+                  </li>
+                );
+              })}
+            </ul>
+            <VitalsChart
+              points={d.points ?? []}
+              interval={d.interval ?? interval}
+              multiDay={range.from !== range.to}
+            />
+          </>
         )}
       </Body>
     </Report>

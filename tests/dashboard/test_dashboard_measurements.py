@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from svc.schema.measurements import VITALS
 from tests.dashboard.test_dashboard_browser import api, eventually, last_7_days, rows, sign_in
 from tests.support import Server
-from tests.test_page_measurements import GITHUB, REPORTS
+from tests.test_page_measurements import DAY, GITHUB, REPORTS
 
 pytestmark = pytest.mark.browser
 
@@ -58,3 +59,40 @@ def test_the_extensions_panels_show_what_the_api_says(
     # a click on an outbound link's row filters the page by it
     outbound.first.click()
     eventually(lambda: "prop:url:is:" in page.url or "prop%3Aurl" in page.url, True)
+
+
+def test_web_vitals_over_time_is_a_line_with_googles_thresholds(
+    page: Any, dashboard_url: str, server: Server, measured: dict[str, Any]
+) -> None:
+    """The p75 of each vital per hour of one day: a point per hour that measured it (a gap
+    where none did), and Google's thresholds as the API counts them (svc.schema.measurements)."""
+    key = measured["keys"]["secret"]
+    day = DAY.date().isoformat()
+    sign_in(page, dashboard_url, key, f"?period=custom&from={day}&to={day}&interval=hour")
+    body = api(server, key, "/metrics/vitals", [("from", day), ("to", day), ("interval", "hour")])
+    assert len(body["points"]) == 24
+    chart = page.locator("[data-panel=vitals] [data-testid=vitals-chart]")
+    eventually(lambda: chart.get_attribute("data-points"), "24")
+    points = chart.locator("circle.vital-point")
+
+    def shown() -> dict[str, float]:
+        return {
+            p.get_attribute("data-time"): float(p.get_attribute("data-p75")) for p in points.all()
+        }
+
+    # LCP by hand (tests/test_page_measurements.REPORTS): page loads at 10, 11, 12 and 15 UTC
+    eventually(lambda: [t[-5:] for t in shown()], ["10:00", "11:00", "12:00", "15:00"])
+    for vital in VITALS:
+        page.locator("[data-panel=vitals]").get_by_role("tab", name=vital.name.upper()).click()
+        eventually(lambda: chart.get_attribute("data-chart-vital"), vital.name)
+        expected = {
+            p["time"]: p[vital.name]["p75"]
+            for p in body["points"]
+            if p[vital.name]["p75"] is not None
+        }
+        eventually(shown, expected)
+        marked = {
+            kind: float(chart.locator(f"[data-threshold={kind}]").get_attribute("data-value"))
+            for kind in ("good", "poor")
+        }
+        assert marked == {"good": vital.good, "poor": vital.poor}, vital.name
