@@ -40,7 +40,8 @@ function niceStep(raw: number): number {
   return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 2.5 ? 2.5 : f <= 5 ? 5 : 10) * mag;
 }
 
-function withRange(base: Params, from: string, to: string): Params {
+/** `base` with another range (the comparison period). */
+export function withRange(base: Params, from: string, to: string): Params {
   return base.map(([k, v]) => [k, k === "from" ? from : k === "to" ? to : v] as [string, string]);
 }
 

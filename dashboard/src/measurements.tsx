@@ -4,6 +4,7 @@
 
 import type { JSX } from "preact";
 import { useData, useQuery } from "./context";
+import { withRange } from "./chart";
 import { num } from "./format";
 import { Body, Report, SimpleRows, useHidden } from "./reports";
 import {
@@ -148,8 +149,14 @@ function ShareBar(props: { figures: VitalFigures }): JSX.Element {
 }
 
 export function VitalsPanel(): JSX.Element | null {
-  const { base, interval, range } = useQuery();
+  const { base, interval, range, view, metrics } = useQuery();
   const data = useData<VitalsAnswer>("/metrics/vitals", [...base, ["interval", interval]]);
+  // the comparison period's points, drawn dashed (as the time series draws its own)
+  const cmp = view.compare !== "off" ? metrics?.compare : undefined;
+  const prev = useData<VitalsAnswer>(
+    cmp ? "/metrics/vitals" : null,
+    cmp ? [...withRange(base, cmp.from, cmp.to), ["interval", interval]] : [],
+  );
   if (useHidden(data.error)) return null;
   return (
     <Report id="vitals" title="Web Vitals (p75)">
@@ -178,6 +185,7 @@ export function VitalsPanel(): JSX.Element | null {
               })}
             </ul>
             <VitalsChart
+              compare={cmp ? (prev.data?.points ?? []) : undefined}
               points={d.points ?? []}
               interval={d.interval ?? interval}
               multiDay={range.from !== range.to}

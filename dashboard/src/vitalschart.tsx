@@ -54,10 +54,27 @@ function axisTop(v: VitalDef, values: number[]): number {
   return 10 * mag;
 }
 
+/** The path of `values` on the chart, broken where a value is missing. */
+function path(values: (number | null)[], x: (i: number) => number, y: (v: number) => number): string {
+  let d = "";
+  let pen = false;
+  values.forEach((value, i) => {
+    if (value === null) {
+      pen = false;
+      return;
+    }
+    d += `${pen ? "L" : "M"}${x(i).toFixed(1)} ${y(value).toFixed(1)}`;
+    pen = true;
+  });
+  return d;
+}
+
 export function VitalsChart(props: {
   points: VitalsPoint[];
   interval: string;
   multiDay: boolean;
+  /** The comparison period's points, drawn dashed bucket by bucket (none: no comparison). */
+  compare?: VitalsPoint[] | undefined;
 }): JSX.Element {
   const [chosen, setChosen] = useState<VitalName>("lcp");
   const box = useRef<HTMLDivElement>(null);
@@ -77,23 +94,17 @@ export function VitalsChart(props: {
   const n = points.length;
   const values = points.map((p) => p[chosen].p75);
   const measured = values.filter((x): x is number => x !== null);
-  const top = axisTop(v, measured);
+  const prevValues = (props.compare ?? []).slice(0, n).map((p) => p[chosen].p75);
+  const prevMeasured = prevValues.filter((x): x is number => x !== null);
+  const top = axisTop(v, [...measured, ...prevMeasured]);
   const height = 190;
   const pad = { left: 64, right: 12, top: 10, bottom: 26 };
   const w = width - pad.left - pad.right;
   const h = height - pad.top - pad.bottom;
   const x = (i: number) => pad.left + (n <= 1 ? w / 2 : (i * w) / (n - 1));
   const y = (value: number) => pad.top + h - (Math.min(value, top) / top) * h;
-  let line = "";
-  let pen = false;
-  values.forEach((value, i) => {
-    if (value === null) {
-      pen = false;
-      return;
-    }
-    line += `${pen ? "L" : "M"}${x(i).toFixed(1)} ${y(value).toFixed(1)}`;
-    pen = true;
-  });
+  const line = path(values, x, y);
+  const prevLine = path(prevValues, x, y);
   const every = Math.max(1, Math.ceil(n / Math.max(2, Math.floor(w / 90))));
   const left = pad.left;
   const right = width - pad.right;
@@ -104,7 +115,8 @@ export function VitalsChart(props: {
   ];
   const summary =
     `${v.label}, p75 by ${interval}: ${measured.length} of ${n} ${interval}s measured; ` +
-    `good up to ${showVital(v, v.good)}, poor above ${showVital(v, v.poor)}.`;
+    `good up to ${showVital(v, v.good)}, poor above ${showVital(v, v.poor)}` +
+    (props.compare ? `; the comparison period dashed, ${prevMeasured.length} measured.` : ".");
 
   return (
     <div class="vitals-chart">
@@ -167,6 +179,19 @@ export function VitalsChart(props: {
               </text>
             ) : null,
           )}
+          {prevLine && (
+            <path
+              class="line compare"
+              d={prevLine}
+              data-testid="vitals-compare"
+              data-points={prevMeasured.length}
+            />
+          )}
+          {prevValues.map((value, i) =>
+            value === null ? null : (
+              <circle key={`c${i}`} class="vital-point compare" cx={x(i)} cy={y(value)} r={3} />
+            ),
+          )}
           {line && <path class="line" d={line} />}
           {points.map((p, i) => {
             const value = values[i];
@@ -201,14 +226,20 @@ export function VitalsChart(props: {
                 <th scope="col" class="num">
                   Page loads
                 </th>
+                {props.compare && (
+                  <th scope="col" class="num">
+                    Comparison p75
+                  </th>
+                )}
               </tr>
             </thead>
             <tbody>
-              {points.map((p) => (
+              {points.map((p, i) => (
                 <tr key={p.time}>
                   <th scope="row">{timeLabel(p.time, interval, props.multiDay)}</th>
                   <td class="num">{showVital(v, p[chosen].p75)}</td>
                   <td class="num">{num(p[chosen].samples)}</td>
+                  {props.compare && <td class="num">{showVital(v, prevValues[i] ?? null)}</td>}
                 </tr>
               ))}
             </tbody>

@@ -5,6 +5,7 @@ and a row filters the page."""
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -12,7 +13,13 @@ import pytest
 from svc.schema.measurements import VITALS
 from tests.dashboard.test_dashboard_browser import api, eventually, last_7_days, rows, sign_in
 from tests.support import Server
-from tests.test_page_measurements import DAY, GITHUB, REPORTS
+from tests.test_page_measurements import DAY, GITHUB, REPORTS, vitals
+
+# The day before DAY: two page loads' vitals, for the comparison period (09:00 and 14:00 UTC).
+BEFORE = [
+    vitals(1, int((DAY - timedelta(hours=15)).timestamp() * 1000), "/", lcp=4500, cls=0.2),
+    vitals(2, int((DAY - timedelta(hours=10)).timestamp() * 1000), "/", lcp=1200),
+]
 
 pytestmark = pytest.mark.browser
 
@@ -20,8 +27,8 @@ pytestmark = pytest.mark.browser
 @pytest.fixture(scope="module")
 def measured(server: Server) -> dict[str, Any]:
     p = server.create_project("dash-measure-" + uuid.uuid4().hex[:8], domains=["acme.test"])
-    r = server.send(p["keys"]["secret"], REPORTS)
-    assert r.status_code == 200 and r.json()["accepted"] == len(REPORTS), r.text
+    r = server.send(p["keys"]["secret"], [*REPORTS, *BEFORE])
+    assert r.status_code == 200 and r.json()["accepted"] == len(REPORTS) + 2, r.text
     server.wait_loaded()
     return p
 
@@ -96,3 +103,26 @@ def test_web_vitals_over_time_is_a_line_with_googles_thresholds(
             for kind in ("good", "poor")
         }
         assert marked == {"good": vital.good, "poor": vital.poor}, vital.name
+
+    # compared with the day before: its points dashed, bucket by bucket (LCP at 09 and 14 UTC)
+    page.goto(
+        page.url.split("?")[0] + f"?period=custom&from={day}&to={day}&interval=hour"
+        "&compare=previous_period"
+    )
+    page.locator("[data-panel=vitals]").get_by_role("tab", name="LCP").click()
+    dashed = page.locator("[data-panel=vitals] [data-testid=vitals-compare]")
+    eventually(lambda: dashed.get_attribute("data-points") if dashed.count() else None, "2")
+    assert page.locator("[data-panel=vitals] circle.vital-point.compare").count() == 2
+    before = api(
+        server,
+        key,
+        "/metrics/vitals",
+        [
+            ("from", str(DAY.date() - timedelta(days=1))),
+            ("to", str(DAY.date() - timedelta(days=1))),
+            ("interval", "hour"),
+        ],
+    )
+    assert [p["time"][-5:] for p in before["points"] if p["lcp"]["p75"] is not None] == [
+        "09:00", "14:00"
+    ]  # fmt: skip
