@@ -116,6 +116,8 @@ def test_send_then_metrics_totals_breakdowns_series_filters(cli: Svcm, server: S
         lambda: cli("metrics", "-p", pid, "--from", "someday"),
         lambda: cli("metrics", *t, "--filter", "page"),
         lambda: cli("metrics", *t, "--by", "page", "--interval", "day"),
+        lambda: cli("metrics", *t, "--by", "page", "--compare", "previous_period", "--csv"),
+        lambda: cli("metrics", *t, "--interval", "day", "--compare", "previous_period"),
     )
     totals, plain, by_page, by_prop, filtered, negated, series, compared = (
         r.ok() for r in results[:8]
@@ -136,11 +138,23 @@ def test_send_then_metrics_totals_breakdowns_series_filters(cli: Svcm, server: S
     assert sum(p["pageviews"] for p in series.json()["points"]) == 3
     assert compared.json()["compare"]["pageviews"] == 0
 
-    bogus, someday, no_op, both = results[8:]
+    bogus, someday, no_op, both, by_compared, series_compared = results[8:]
     bogus.fails(1, "unknown dimension 'bogus'", "HTTP 400")
     someday.fails(2, "--from", "YYYY-MM-DD")
     no_op.fails(2, "DIM:OP:VALUE")
     both.fails(2, "either --by or --interval")
+    # a compared breakdown: each figure of the row in the other range, and its change (none:
+    # yesterday had nothing of this project)
+    header, *compared_rows = by_compared.ok().stdout.splitlines()
+    assert header.startswith("value,visitors,sessions,") and header.endswith(
+        ",previous_avgSessionDuration,change_avgSessionDuration"
+    )
+    assert "previous_pageviews,change_pageviews" in header
+    page_a = next(r.split(",") for r in compared_rows if r.startswith("/a,"))
+    columns = header.split(",")
+    assert page_a[columns.index("previous_pageviews")] == "0"
+    assert page_a[columns.index("change_pageviews")] == ""
+    series_compared.fails(2, "not with --interval")
 
 
 def test_export_ndjson_csv_parquet(cli: Svcm, server: Server, tmp_path: Path) -> None:

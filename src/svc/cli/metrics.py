@@ -91,7 +91,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--compare",
         choices=["previous_period", "previous_year"],
-        help="also show the range before, or the same range a year before",
+        help="also show the range before, or the same range a year before (the totals, or "
+        "each row of --by with its change)",
     )
     p.add_argument(
         "--limit", type=int, metavar="N", help="breakdown rows to show (1-1000, default 100)"
@@ -141,8 +142,8 @@ def run_metrics(ctx: Context) -> int:
     by, interval, compare = ctx.opt("by"), ctx.opt("interval"), ctx.opt("compare")
     if by and interval:
         raise UsageError("give either --by or --interval")
-    if compare and (by or interval):
-        raise UsageError("--compare works on the totals only, not with --by or --interval")
+    if compare and interval:
+        raise UsageError("--compare works on the totals and --by, not with --interval")
     if not by and any(ctx.opt(n) is not None for n in ("limit", "offset", "order")):
         raise UsageError("--limit, --offset and --order go with --by")
     params = [*range_params(ctx)]
@@ -160,7 +161,7 @@ def run_metrics(ctx: Context) -> int:
     elif interval:
         path = "/metrics/timeseries"
         params.append(("interval", interval))
-    elif compare:
+    if compare:
         params.append(("compare", compare))
     if ctx.opt("duration"):
         if by or interval:
@@ -323,16 +324,32 @@ def _field(row: dict[str, Any], path: str) -> Any:
     return value
 
 
+def row_change(row: dict[str, Any], field: str) -> str:
+    """A compared breakdown row's change of ``field`` as the API gives it (``change``:
+    relative percent for counts and times, percentage points for shares), '' when none."""
+    value = _field(row.get("change") or {}, field)
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return ""
+    unit = " pt" if isinstance(_field(row, field), str) else "%"
+    return f"{value:+.1f}{unit}" if value else "="
+
+
 def show_rows(ctx: Context, rows: list[dict[str, Any]], key: str, doc: dict[str, Any]) -> None:
     first = "value" if key != "time" else "time"
     fields, titles = row_columns(key)
+    compared = key != "time" and isinstance(doc.get("compare"), dict)
     if ctx.opt("csv"):
         writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow([first, *fields])
+        extra = [f"{p}_{f}" for f in fields for p in ("previous", "change")] if compared else []
+        writer.writerow([first, *fields, *extra])
         for r in rows:
-            writer.writerow(
-                [r.get(first, ""), *["" if (v := _field(r, f)) is None else v for f in fields]]
-            )
+            cells = ["" if (v := _field(r, f)) is None else v for f in fields]
+            if compared:
+                for f in fields:
+                    before = _field(r.get("compare") or {}, f)
+                    after = _field(r.get("change") or {}, f)
+                    cells += ["" if before is None else before, "" if after is None else after]
+            writer.writerow([r.get(first, ""), *cells])
         return
     table_rows: list[list[Any]] = []
     peak = max((int(r.get("visitors", 0) or 0) for r in rows), default=0) or 1
@@ -342,11 +359,18 @@ def show_rows(ctx: Context, rows: list[dict[str, Any]], key: str, doc: dict[str,
             value if value not in (None, "") else "(none)",
             *[_display(f, _field(r, f)) if ctx.out.stdout_tty else _field(r, f) for f in fields],
         ]
+        if compared:
+            row += [row_change(r, f) for f in fields]
         if key == "time" and ctx.out.stdout_tty:
             row.append("█" * round(20 * int(r.get("visitors", 0) or 0) / peak) or " ")
         table_rows.append(row)
-    columns = [key.upper(), *titles] + ([""] if key == "time" and ctx.out.stdout_tty else [])
-    ctx.out.table(columns, table_rows, right=list(titles), empty="no data in this range")
+    changes = [f"{t} CHANGE" for t in titles] if compared else []
+    columns = [key.upper(), *titles, *changes]
+    columns += [""] if key == "time" and ctx.out.stdout_tty else []
+    if compared and ctx.out.stdout_tty:
+        other = doc["compare"]
+        ctx.out.note(f"changes against {other.get('from')} – {other.get('to')}")
+    ctx.out.table(columns, table_rows, right=[*titles, *changes], empty="no data in this range")
     total = doc.get("totalRows")
     if ctx.out.stdout_tty and isinstance(total, int) and total > len(rows):
         offset = int(doc.get("offset", 0) or 0)
