@@ -504,7 +504,13 @@ export function AccountDialog(props: {
   const disableTotp = (e: Event) => {
     e.preventDefault();
     void run(async () => {
-      await api.send("DELETE", "/account/totp", { password: offPassword });
+      // Passwords have 10 characters or more: six digits are the authenticator's code.
+      const proof = offPassword.replace(/\s/g, "");
+      await api.send(
+        "DELETE",
+        "/account/totp",
+        /^\d{6}$/.test(proof) ? { code: proof } : { password: offPassword },
+      );
       setOffPassword("");
       setCodes(null);
       setStatus("Two-factor authentication is off.");
@@ -623,7 +629,7 @@ export function AccountDialog(props: {
                 On: signing in asks for a code. {me.recoveryCodesLeft} recovery codes left.
               </p>
               <div class="inline-form">
-                <Field label="Password to turn it off">
+                <Field label="Password or current code">
                   {(id) => (
                     <input
                       id={id}
@@ -631,6 +637,7 @@ export function AccountDialog(props: {
                       autocomplete="current-password"
                       required
                       value={offPassword}
+                      aria-describedby="totp-off-help"
                       onInput={(e) => setOffPassword((e.target as HTMLInputElement).value)}
                     />
                   )}
@@ -639,6 +646,10 @@ export function AccountDialog(props: {
                   Turn off two-factor
                 </button>
               </div>
+              <p id="totp-off-help" class="help">
+                To turn it off, confirm with your password or the 6-digit code your authenticator app shows
+                now.
+              </p>
             </form>
           )}
         </section>

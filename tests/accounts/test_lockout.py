@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 
 import httpx
+import pyotp
 import pytest
 
 from tests.accounts.conftest import PASSWORD, call, invite_token, new_team, unique_email
@@ -107,3 +108,21 @@ def test_invitations_expire(tight: Server) -> None:
         call(tight, "POST", f"/invitations/{token}/accept", json={"password": "a long password"}),
         404,
     )
+
+
+def test_guessing_codes_to_turn_two_factor_off_is_limited(tight: Server) -> None:
+    """A session that guesses codes (or passwords) to turn two-factor off meets the sign-in
+    limit of its account: wrong guesses are failed sign-ins."""
+    _, owner = new_team(tight)
+    totp = pyotp.TOTP(call(tight, "POST", "/account/totp", owner.token).json()["secret"])
+    r = call(tight, "POST", "/account/totp/confirm", owner.token, json={"code": totp.now()})
+    assert r.status_code == 200, r.text
+    wrong = f"{(int(totp.now()) + 500_000) % 1_000_000:06d}"
+    via = {"X-Forwarded-For": "198.51.100.3"}
+    for _ in range(3):
+        r = call(tight, "DELETE", "/account/totp", owner.token, json={"code": wrong}, headers=via)
+        is_error(r, 400, "code")
+    r = call(tight, "DELETE", "/account/totp", owner.token, json={"code": totp.now()}, headers=via)
+    assert is_error(r, 429)["error"]["code"] == "rate_limited"
+    assert call(tight, "GET", "/account", owner.token).json()["totpEnabled"] is True
+    assert "wrong_code" in tight.log()

@@ -112,3 +112,23 @@ def test_two_factor_enroll_verify_and_single_use_recovery_codes(srv: Server) -> 
         == 200
     )
     assert sign_in(srv, owner.email).status_code == 200
+
+
+def test_two_factor_off_needs_a_current_code_or_the_password(srv: Server) -> None:
+    _, owner = new_team(srv)
+    begun = call(srv, "POST", "/account/totp", owner.token).json()
+    totp = pyotp.TOTP(begun["secret"])
+    r = call(srv, "POST", "/account/totp/confirm", owner.token, json={"code": totp.now()})
+    assert r.status_code == 200, r.text
+    off = "/account/totp"
+    is_error(call(srv, "DELETE", off, owner.token, json={}), 400, "password")
+    both = {"password": PASSWORD, "code": totp.now()}
+    is_error(call(srv, "DELETE", off, owner.token, json=both), 400, "password")
+    is_error(call(srv, "DELETE", off, owner.token, json={"code": 123456}), 400, "code")
+    wrong = f"{(int(totp.now()) + 500_000) % 1_000_000:06d}"
+    is_error(call(srv, "DELETE", off, owner.token, json={"code": wrong}), 400, "code")
+    is_error(call(srv, "DELETE", off, owner.token, json={"code": "x" * 300}), 400, "code")
+    assert call(srv, "GET", "/account", owner.token).json()["totpEnabled"] is True
+    r = call(srv, "DELETE", off, owner.token, json={"code": totp.now()})
+    assert r.status_code == 200 and r.json() == {"ok": True, "totpEnabled": False}
+    assert sign_in(srv, owner.email).status_code == 200

@@ -1,7 +1,8 @@
 """The account screens against a server with mail on, in real headless Chromium: an invitation
 and a password reset are mailed to a real SMTP server (aiosmtpd, tests/mail_server.py), their
-links taken out of the received mail and followed in the browser. One svc (mail on, argon2id at
-a cheap cost) for the module."""
+links taken out of the received mail and followed in the browser; then the account's settings:
+a new password (the other sessions end), two-factor turned off with a current code or the
+password, sign-out everywhere. One svc (mail on, argon2id at a cheap cost) for the module."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from email.message import EmailMessage
 from typing import Any
 
 import httpx
+import pyotp
 import pytest
 
 from tests.accounts.conftest import CHEAP_HASHES, PASSWORD
-from tests.dashboard.test_dashboard_accounts import STATS, STORE_KEY, new_page
+from tests.dashboard.test_dashboard_accounts import STATS, STORE_KEY, axe_serious, new_page
 from tests.dashboard.test_dashboard_browser import eventually
 from tests.mail_server import MailServer, mail_server
 from tests.support import Server
@@ -24,6 +26,8 @@ from tests.support import Server
 __all__ = ["mail_server"]
 
 pytestmark = pytest.mark.browser
+
+ENDED = "Your session has ended"
 
 
 @pytest.fixture(scope="module")
@@ -192,4 +196,118 @@ def test_mailed_password_reset_followed(
     page.wait_for_selector(STATS)
     assert page.get_by_test_id("project-role").inner_text() == "Owner"
     ctx.close()
+    assert not errors, errors
+
+
+def test_new_password_signs_out_the_other_sessions(chromium: Any, mailing: Server) -> None:
+    owner = new_owner(mailing)
+    errors: list[str] = []
+    ctx, page = new_page(chromium, errors)
+    here = browser_sign_in(page, mailing, owner.email)
+    other_ctx, other = new_page(chromium, errors)
+    there = browser_sign_in(other, mailing, owner.email)
+
+    page.get_by_role("button", name="Account").click()
+    dialog = page.get_by_test_id("account-dialog")
+    new = "a changed password 42"
+    dialog.get_by_label("Current password").fill("not the password")
+    dialog.get_by_label("New password").fill(new)
+    dialog.get_by_role("button", name="Change password").click()
+    eventually(lambda: dialog.get_by_role("alert").inner_text(), "`currentPassword` is wrong")
+    dialog.get_by_label("Current password").fill(PASSWORD)
+    dialog.get_by_role("button", name="Change password").click()
+    eventually(
+        lambda: dialog.get_by_role("status").inner_text(),
+        "Your password is changed; your other sessions are signed out.",
+    )
+    assert axe_serious(page, "dialog") == []
+    assert account_status(mailing, here) == 200  # this session goes on
+    assert account_status(mailing, there) == 401
+
+    # the other browser finds its session ended at its next request, and signs in again
+    other.get_by_role("button", name="Account").click()
+    eventually(lambda: ENDED in other.get_by_role("alert").inner_text(), True)
+    assert other.evaluate(f"() => sessionStorage.getItem('{STORE_KEY}')") is None
+    fill_sign_in(other, owner.email, new)
+    other.wait_for_selector(STATS)
+    ctx.close()
+    other_ctx.close()
+    assert not errors, errors
+
+
+def test_two_factor_off_with_a_code_or_the_password(chromium: Any, mailing: Server) -> None:
+    owner = new_owner(mailing)
+    auth = {"Authorization": f"Bearer {api_sign_in(mailing, owner.email)}"}
+
+    def turn_on() -> pyotp.TOTP:
+        begun = httpx.post(mailing.url + "/account/totp", headers=auth).json()
+        totp = pyotp.TOTP(begun["secret"])
+        r = httpx.post(
+            mailing.url + "/account/totp/confirm", json={"code": totp.now()}, headers=auth
+        )
+        assert r.status_code == 200, r.text
+        return totp
+
+    totp = turn_on()
+    errors: list[str] = []
+    ctx, page = new_page(chromium, errors)
+    page.goto(mailing.url + "/")
+    fill_sign_in(page, owner.email, PASSWORD)
+    page.get_by_label("Authentication code").fill(totp.now())
+    page.get_by_role("button", name="Verify").click()
+    page.wait_for_selector(STATS)
+
+    page.get_by_role("button", name="Account").click()
+    dialog = page.get_by_test_id("account-dialog")
+    eventually(lambda: dialog.get_by_test_id("totp-state").inner_text().startswith("On"), True)
+    proof = dialog.get_by_label("Password or current code")
+    off = dialog.get_by_role("button", name="Turn off two-factor")
+    wrong = f"{(int(totp.now()) + 500_000) % 1_000_000:06d}"
+    proof.fill(wrong)
+    off.click()
+    eventually(lambda: dialog.get_by_role("alert").inner_text(), "`code` is wrong")
+    proof.fill("not the password")
+    off.click()
+    eventually(lambda: dialog.get_by_role("alert").inner_text(), "`password` is wrong")
+    assert dialog.get_by_test_id("totp-state").inner_text().startswith("On")
+    assert axe_serious(page, "dialog") == []
+    proof.fill(totp.now())
+    off.click()
+    eventually(
+        lambda: dialog.get_by_role("status").inner_text(), "Two-factor authentication is off."
+    )
+    eventually(lambda: dialog.get_by_test_id("totp-state").inner_text().startswith("Off"), True)
+    api_sign_in(mailing, owner.email)  # the password alone signs in again
+
+    # on again (elsewhere), then off with the password
+    page.keyboard.press("Escape")
+    turn_on()
+    page.get_by_role("button", name="Account").click()
+    eventually(lambda: dialog.get_by_test_id("totp-state").inner_text().startswith("On"), True)
+    dialog.get_by_label("Password or current code").fill(PASSWORD)
+    dialog.get_by_role("button", name="Turn off two-factor").click()
+    eventually(lambda: dialog.get_by_test_id("totp-state").inner_text().startswith("Off"), True)
+    api_sign_in(mailing, owner.email)
+    ctx.close()
+    assert not errors, errors
+
+
+def test_sign_out_everywhere(chromium: Any, mailing: Server) -> None:
+    owner = new_owner(mailing)
+    errors: list[str] = []
+    ctx, page = new_page(chromium, errors)
+    here = browser_sign_in(page, mailing, owner.email)
+    other_ctx, other = new_page(chromium, errors)
+    there = browser_sign_in(other, mailing, owner.email)
+    script = api_sign_in(mailing, owner.email)
+
+    page.get_by_role("button", name="Account").click()
+    page.get_by_test_id("account-dialog").get_by_role("button", name="Sign out everywhere").click()
+    page.get_by_label("Email", exact=True).wait_for()
+    assert page.evaluate(f"() => sessionStorage.getItem('{STORE_KEY}')") is None
+    assert [account_status(mailing, t) for t in (here, there, script)] == [401, 401, 401]
+    other.get_by_role("button", name="Team").click()
+    eventually(lambda: ENDED in other.get_by_role("alert").inner_text(), True)
+    ctx.close()
+    other_ctx.close()
     assert not errors, errors

@@ -6,7 +6,8 @@ invitations, password resets and transfers.
 token (every right). Handlers check the route's right first (:mod:`svc.http.rules`); the
 checks here are those a route's rule cannot express (making an owner needs ``owner``, a
 transfer needs ``owner`` of both teams). Blocking methods run in worker threads; the
-``async`` ones (sign-in) use the event loop for the throttle and a thread for argon2.
+``async`` ones (sign-in, turning two-factor off) use the event loop for the throttle and
+a thread for argon2.
 """
 
 from __future__ import annotations
@@ -195,11 +196,32 @@ class AccountService:
         )
         return {"totpEnabled": True, "recoveryCodes": codes}
 
-    def totp_disable(self, access: Access, password: object) -> None:
-        account = store.get_account(self.meta, access.account_id)
-        if not isinstance(password, str) or not passwords.verify(account.password_hash, password):
-            raise InvalidRequest("`password` is wrong", field="password")
-        store.disable_totp(self.meta, account.id)
+    async def totp_disable(
+        self, access: Access, password: object, code: object, address: str
+    ) -> None:
+        """Turn two-factor off, proven by the password or by a current code of the
+        authenticator (exactly one of them). A wrong one is a failed sign-in: it takes a
+        token from the address's and the email's buckets, is logged, and answers 400 naming
+        the field; while a bucket is empty, 429 without checking."""
+        if (password is None) == (code is None):
+            raise InvalidRequest(
+                "send `password`, or `code` (the authenticator's current code): one of them",
+                field="password",
+            )
+        field = "password" if password is not None else "code"
+        value = password if password is not None else code
+        if not isinstance(value, str) or not value or len(value) > passwords.MAX_LENGTH:
+            raise InvalidRequest(f"`{field}` must be a non-empty string", field=field)
+        self.throttle.check(address, access.email)
+        account = await asyncio.to_thread(store.get_account, self.meta, access.account_id)
+        if field == "password":
+            ok = await asyncio.to_thread(passwords.verify, account.password_hash, value)
+        else:
+            ok = account.totp_secret is not None and totp.verify(account.totp_secret, value)
+        if not ok:
+            self._failed(address, access.email, f"wrong_{field}", account)
+            raise InvalidRequest(f"`{field}` is wrong", field=field)
+        await asyncio.to_thread(store.disable_totp, self.meta, account.id)
 
     # accounts for operators ---------------------------------------------------------------
 

@@ -175,8 +175,10 @@ async def totp_confirm(request: Request) -> Any:
 async def totp_disable(request: Request) -> Any:
     access = account_of(await principal_of(request))
     body = await json_body(request)
-    _unknown(body, {"password"})
-    await asyncio.to_thread(service_of(request).totp_disable, access, body.get("password"))
+    _unknown(body, {"password", "code"})
+    await service_of(request).totp_disable(
+        access, body.get("password"), body.get("code"), client_address(request)
+    )
     return {"ok": True, "totpEnabled": False}
 
 

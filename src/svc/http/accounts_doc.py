@@ -87,6 +87,13 @@ class AccountInput(_Doc):
     current_password: str | UnsetType = UNSET
 
 
+class TotpOffInput(_Doc):
+    """One of the two: the password, or the authenticator's current code."""
+
+    password: str | UnsetType = UNSET
+    code: Annotated[str, Meta(description="The authenticator's current code.")] | UnsetType = UNSET
+
+
 class TotpEnrollment(_Doc):
     secret: str
     uri: Annotated[str, Meta(description="otpauth:// URI, for a QR code.")]
@@ -176,6 +183,7 @@ ACCOUNT_TYPES: dict[str, type[Struct]] = {
         SignInInput,
         Session,
         AccountInput,
+        TotpOffInput,
         TotpEnrollment,
         TotpConfirmation,
         Team,
@@ -282,7 +290,16 @@ def account_paths(
                 403,
                 409,
             ),
-            "delete": op("Turn two-factor off {password}", done, 400, 401, 403),
+            "delete": op(
+                "Turn two-factor off {password} or {code} (a wrong one counts as a failed "
+                "sign-in: 429 after repeated failures)",
+                done,
+                400,
+                401,
+                403,
+                429,
+                body="TotpOffInput",
+            ),
         },
         "/account/totp/confirm": {
             "post": op(
