@@ -3,6 +3,8 @@ token: the first owner made from the command line signs in over HTTP."""
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from pathlib import Path
 
 from tests.accounts.conftest import (
@@ -10,6 +12,7 @@ from tests.accounts.conftest import (
     PASSWORD,
     call,
     invite_token,
+    new_team,
     sign_in,
     unique_email,
 )
@@ -75,3 +78,37 @@ def test_init_makes_the_first_owner(tmp_path: Path) -> None:
         assert call(srv, "GET", "/account", token).json()["teams"][0]["role"] == "owner"
     finally:
         srv.stop()
+
+
+def test_operator_sets_a_password(srv: Server, tmp_path: Path) -> None:
+    """``svcm users password``: the new password from stdin (never an argument, never
+    printed), stored as argon2id; every session of the account ends."""
+    env = clean_env(tmp_path / "config.toml", SVC_URL=srv.url, SVC_TOKEN=srv.admin_token)
+    _, owner = new_team(srv)
+    new = "set by the operator 7"
+    done = svcm("users", "password", owner.email, env=env, stdin=new + "\n").ok()
+    assert owner.email in done.stderr
+    assert new not in done.stdout + done.stderr
+    is_error(call(srv, "GET", "/account", owner.token), 401)  # signed out everywhere
+    assert sign_in(srv, owner.email, new).status_code == 200
+    is_error(sign_in(srv, owner.email), 401)
+    with sqlite3.connect(f"file:{srv.data_dir / 'meta.db'}?mode=ro", uri=True) as db:
+        (stored,) = db.execute(
+            "SELECT password_hash FROM accounts WHERE email = ?", (owner.email,)
+        ).fetchone()
+    assert stored.startswith("$argon2id$") and new not in stored
+    # by id, as JSON: the account, nothing secret
+    again = "set by the operator 8"
+    record = (
+        svcm("users", "password", owner.account_id, "--json", env=env, stdin=again + "\n")
+        .ok()
+        .json()
+    )
+    assert record["email"] == owner.email and again not in json.dumps(record)
+    assert sign_in(srv, owner.email, again).status_code == 200
+    # the password is never an argument; a short one, or no one: one line, no traceback
+    stray = svcm("users", "password", owner.email, again, env=env).fails(2, "not an argument")
+    assert again not in stray.stderr
+    svcm("users", "password", owner.email, env=env, stdin="short\n").fails(1, "password")
+    svcm("users", "password", unique_email(), env=env, stdin=new + "\n").fails(2, "no account")
+    assert sign_in(srv, owner.email, again).status_code == 200

@@ -257,6 +257,20 @@ class AccountService:
         store.set_disabled(self.meta, account_id, disabled)
         return store.get_account(self.meta, account_id).to_json()
 
+    def set_password(self, account_id: str, password: object) -> dict[str, Any]:
+        """An operator sets an account's password (the admin token; ``svcm users password``):
+        argon2id as every password, and every session of the account ends. The answer is the
+        account, which holds nothing secret."""
+        secret = passwords.check_policy(password)
+        store.get_account(self.meta, account_id)  # 404 before the hash's work
+        store.set_password(self.meta, account_id, passwords.hash_password(secret))
+        ended = store.delete_sessions(self.meta, account_id)
+        log.info(
+            "password set by the operator",
+            extra={"event": "password_set", "accountId": account_id, "sessionsEnded": ended},
+        )
+        return store.get_account(self.meta, account_id).to_json()
+
     # teams --------------------------------------------------------------------------------
 
     def create_team(self, actor: Access | None, name: object) -> dict[str, Any]:

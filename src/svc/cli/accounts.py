@@ -21,11 +21,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _, users = group(
         sub,
         "users",
-        summary="create, list, disable and enable accounts",
+        summary="create, list, disable and enable accounts, and set passwords",
         description="Accounts are people who sign in to the dashboard with an email and "
         "a password; their team\nroles decide what they may do. These commands need the "
         "admin token. USER is an account id\n(acc_...) or an email.",
-        examples=["svcm users create --email ada@example.com --owner", "svcm users list"],
+        examples=[
+            "svcm users create --email ada@example.com --owner",
+            "svcm users list",
+            "svcm users password ada@example.com",
+        ],
     )
     p = command(
         users,
@@ -55,6 +59,24 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         parents=parents,
         aliases=["ls"],
     )
+    p = command(
+        users,
+        "password",
+        summary="set an account's password (it is signed out everywhere)",
+        description="Set a new password for an account, for a person who cannot reset it by "
+        "mail. The password\nis asked for on a terminal (twice), or read from the first line "
+        "of stdin; it is never an\nargument (arguments show in the process list and the "
+        "shell's history) and never printed.\nEvery session of the account ends.",
+        examples=[
+            "svcm users password ada@example.com",
+            'printf "%s\\n" "$NEW_PASSWORD" | svcm users password ada@example.com',
+        ],
+        handler=run_users_password,
+        parents=parents,
+    )
+    p.add_argument("user", metavar="USER", help="account id or email")
+    # a password typed as an argument is refused without being repeated back
+    p.add_argument("stray", nargs="*", help=argparse.SUPPRESS)
     for name, verb in (("disable", "disable"), ("enable", "enable")):
         p = command(
             users,
@@ -236,6 +258,22 @@ def _set_disabled(ctx: Context, disabled: bool) -> int:
         ctx.out.json(record)
     else:
         ctx.out.done(f"{'Disabled' if disabled else 'Enabled'} {record['email']}")
+    return 0
+
+
+def run_users_password(ctx: Context) -> int:
+    if ctx.opt("stray"):
+        raise UsageError(
+            "the password is not an argument (the process list and the shell's history keep "
+            "arguments): type it when asked, or send it on stdin"
+        )
+    account_id = _account_id(ctx, str(ctx.opt("user")))
+    body = {"password": _password(ctx)}
+    record = ctx.api().request("PATCH", f"/accounts/{account_id}", body=body)
+    if ctx.json:
+        ctx.out.json(record)
+    else:
+        ctx.out.done(f"Set a new password for {record['email']}; its sessions have ended")
     return 0
 
 

@@ -244,12 +244,22 @@ async def create_account(request: Request) -> Any:
 
 @_run()
 async def update_account_admin(request: Request) -> Any:
+    """PATCH /accounts/{id} {disabled?, password?}: disable or enable an account, or set its
+    password (``svcm users password``); either ends its sessions."""
     await _admin(request)
     body = await json_body(request)
-    _unknown(body, {"disabled"})
-    return await asyncio.to_thread(
-        service_of(request).set_disabled, request.path_params["account_id"], body.get("disabled")
-    )
+    _unknown(body, {"disabled", "password"})
+    if not body:
+        raise InvalidRequest("nothing to change: send disabled, or password", field="body")
+    if "disabled" in body and not isinstance(body["disabled"], bool):
+        raise InvalidRequest("`disabled` must be true or false", field="disabled")
+    svc, account_id = service_of(request), request.path_params["account_id"]
+    result: dict[str, Any] = {}
+    if "password" in body:
+        result = await asyncio.to_thread(svc.set_password, account_id, body["password"])
+    if "disabled" in body:
+        result = await asyncio.to_thread(svc.set_disabled, account_id, body["disabled"])
+    return result
 
 
 # teams ------------------------------------------------------------------------------------

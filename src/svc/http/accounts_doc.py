@@ -168,6 +168,21 @@ class Accepted(_Doc):
     account: Account | UnsetType = UNSET
 
 
+class AccountAdminInput(_Doc):
+    disabled: bool | UnsetType = UNSET
+    password: (
+        Annotated[
+            str,
+            Meta(
+                min_length=10,
+                max_length=256,
+                description="A new password (svcm users password); every session ends.",
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
+
+
 class Guests(_Doc):
     guests: list[dict[str, Any]]
     invitations: list[Invitation]
@@ -195,6 +210,7 @@ ACCOUNT_TYPES: dict[str, type[Struct]] = {
         AcceptInput,
         Accepted,
         Guests,
+        AccountAdminInput,
     )
 }
 
@@ -331,12 +347,14 @@ def account_paths(
         "/accounts/{account_id}": {
             "parameters": [account],
             "patch": op(
-                "Disable (signed out everywhere) or enable an account {disabled} (admin token)",
+                "Disable (signed out everywhere) or enable an account {disabled}, or set its "
+                "password {password} (signed out everywhere) (admin token)",
                 {"200": _json("Account", "The account.")},
                 400,
                 401,
                 403,
                 404,
+                body="AccountAdminInput",
             ),
         },
         "/invitations/{token}": {
