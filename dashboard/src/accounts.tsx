@@ -782,6 +782,76 @@ function InviteForm(props: {
   );
 }
 
+/** Renames a team (the `manage` right: owners and admins). Keyed by the team's id and name:
+ * another team, or a new name, starts it afresh. */
+function RenameTeam(props: { team: TeamDetail; onRename: (name: string) => Promise<void> }): JSX.Element {
+  const [name, setName] = useState(props.team.name);
+  return (
+    <form
+      class="inline-form"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void props.onRename(name.trim());
+      }}
+    >
+      <Field class="grow" label="Team name">
+        {(id) => (
+          <input
+            id={id}
+            required
+            maxLength={100}
+            value={name}
+            onInput={(e) => setName((e.target as HTMLInputElement).value)}
+          />
+        )}
+      </Field>
+      <button type="submit" disabled={!name.trim() || name.trim() === props.team.name}>
+        Rename
+      </button>
+    </form>
+  );
+}
+
+/** Moves a project to another team the account owns (owners of both teams only). */
+function TransferProject(props: {
+  project: Project;
+  targets: TeamRef[];
+  onMove: (teamId: string) => Promise<void>;
+}): JSX.Element {
+  const [target, setTarget] = useState(props.targets[0]?.id ?? "");
+  if (props.targets.length === 0) {
+    return (
+      <p class="help" data-testid="transfer-none">
+        To move {props.project.name} to another team, you must own that team too.
+      </p>
+    );
+  }
+  return (
+    <form
+      class="inline-form"
+      onSubmit={(e) => {
+        e.preventDefault();
+        if (target) void props.onMove(target);
+      }}
+    >
+      <Field label="Move to the team">
+        {(id) => (
+          <select id={id} value={target} onChange={(e) => setTarget((e.target as HTMLSelectElement).value)}>
+            {props.targets.map((t) => (
+              <option key={t.id} value={t.id}>
+                {t.name}
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+      <button type="submit" class="danger">
+        Move {props.project.name}
+      </button>
+    </form>
+  );
+}
+
 /** The team's members, invitations and the current project's guests. */
 export function TeamDialog(props: {
   api: Api;
@@ -797,6 +867,7 @@ export function TeamDialog(props: {
   const [pending, setPending] = useState<Invitation[]>([]);
   const [guests, setGuests] = useState<{ guests: Member[]; invitations: Invitation[] } | null>(null);
   const [error, setError] = useState("");
+  const [status, setStatus] = useState("");
   const myRole = props.teams.find((t) => t.id === teamId)?.role;
   const manages = may(myRole, "members");
   const projectRole = props.project?.role;
@@ -817,6 +888,7 @@ export function TeamDialog(props: {
 
   const run = async (what: () => Promise<unknown>) => {
     setError("");
+    setStatus("");
     try {
       await what();
       await load();
@@ -824,6 +896,9 @@ export function TeamDialog(props: {
       setError(message(e));
     }
   };
+  // A project moves between two teams its mover owns: the one holding it, and the target.
+  const holdsProject = !!(team && props.project && team.projects.includes(props.project.id));
+  const targets = props.teams.filter((t) => t.id !== teamId && t.role === "owner");
   const roles = myRole === "owner" ? ["viewer", "editor", "admin", "owner"] : ["viewer", "editor", "admin"];
 
   return (
@@ -923,6 +998,39 @@ export function TeamDialog(props: {
             </table>
           </section>
         )}
+        {team && may(myRole, "manage") && (
+          <section aria-labelledby="team-settings-title">
+            <h3 id="team-settings-title">Settings of {team.name}</h3>
+            <RenameTeam
+              key={`${team.id}:${team.name}`}
+              team={team}
+              onRename={(name) =>
+                run(async () => {
+                  await api.send("PATCH", base, { name });
+                  setStatus(`The team is now named ${name}.`);
+                  props.onChanged();
+                })
+              }
+            />
+            {props.project && holdsProject && myRole === "owner" && (
+              <TransferProject
+                key={team.id}
+                project={props.project}
+                targets={targets}
+                onMove={(target) =>
+                  run(async () => {
+                    await api.send("POST", `/projects/${encodeURIComponent(props.project!.id)}/transfer`, {
+                      teamId: target,
+                    });
+                    const to = props.teams.find((t) => t.id === target)?.name ?? target;
+                    setStatus(`${props.project!.name} now belongs to the team ${to}.`);
+                    props.onChanged();
+                  })
+                }
+              />
+            )}
+          </section>
+        )}
         {team && manages && (
           <section aria-labelledby="invite-title">
             <h3 id="invite-title">Invite to {team.name}</h3>
@@ -993,6 +1101,11 @@ export function TeamDialog(props: {
               }}
             />
           </section>
+        )}
+        {status && (
+          <p class="note" role="status" data-testid="team-status">
+            {status}
+          </p>
         )}
         {error && (
           <p class="note error" role="alert">

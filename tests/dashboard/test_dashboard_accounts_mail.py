@@ -2,7 +2,8 @@
 and a password reset are mailed to a real SMTP server (aiosmtpd, tests/mail_server.py), their
 links taken out of the received mail and followed in the browser; then the account's settings:
 a new password (the other sessions end), two-factor turned off with a current code or the
-password, sign-out everywhere. One svc (mail on, argon2id at a cheap cost) for the module."""
+password, sign-out everywhere; and the team's settings: a new name, a project moved to another
+team. One svc (mail on, argon2id at a cheap cost) for the module."""
 
 from __future__ import annotations
 
@@ -310,4 +311,51 @@ def test_sign_out_everywhere(chromium: Any, mailing: Server) -> None:
     eventually(lambda: ENDED in other.get_by_role("alert").inner_text(), True)
     ctx.close()
     other_ctx.close()
+    assert not errors, errors
+
+
+def test_rename_the_team_and_move_a_project(chromium: Any, mailing: Server) -> None:
+    owner = new_owner(mailing)
+    auth = {"Authorization": f"Bearer {api_sign_in(mailing, owner.email)}"}
+    second_name = f"Second {uuid.uuid4().hex[:8]}"
+    r = httpx.post(mailing.url + "/teams", json={"name": second_name}, headers=auth)
+    assert r.status_code == 201, r.text
+    second = r.json()["id"]
+
+    def team(team_id: str) -> dict[str, Any]:
+        got: dict[str, Any] = httpx.get(f"{mailing.url}/teams/{team_id}", headers=auth).json()
+        return got
+
+    errors: list[str] = []
+    ctx, page = new_page(chromium, errors)
+    browser_sign_in(page, mailing, owner.email)
+    page.get_by_role("button", name="Team").click()
+    dialog = page.get_by_test_id("team-dialog")
+    dialog.get_by_label("Team", exact=True).select_option(owner.team_id)
+    dialog.get_by_role("heading", name=f"Settings of {owner.team_name}").wait_for()
+    renamed = owner.team_name + " renamed"
+    dialog.get_by_label("Team name").fill(renamed)
+    dialog.get_by_role("button", name="Rename").click()
+    eventually(
+        lambda: dialog.get_by_test_id("team-status").inner_text(),
+        f"The team is now named {renamed}.",
+    )
+    assert team(owner.team_id)["name"] == renamed
+    eventually(lambda: renamed in dialog.get_by_label("Team", exact=True).inner_text(), True)
+    assert axe_serious(page, "dialog") == []
+
+    dialog.get_by_label("Move to the team").select_option(second)
+    dialog.get_by_role("button", name=f"Move {owner.project_name}").click()
+    eventually(
+        lambda: dialog.get_by_test_id("team-status").inner_text(),
+        f"{owner.project_name} now belongs to the team {second_name}.",
+    )
+    assert team(second)["projects"] == [owner.project_id]
+    assert team(owner.team_id)["projects"] == []
+    eventually(lambda: dialog.get_by_label("Move to the team").count(), 0)
+    # the team that holds it now offers to move it back
+    dialog.get_by_label("Team", exact=True).select_option(second)
+    eventually(lambda: dialog.get_by_role("button", name=f"Move {owner.project_name}").count(), 1)
+    assert page.get_by_test_id("project-role").inner_text() == "Owner"
+    ctx.close()
     assert not errors, errors
