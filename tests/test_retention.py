@@ -152,7 +152,10 @@ def test_the_note_says_what_the_days_before_hold_in_each_report() -> None:
     assert rolled in note("metrics", False, day)
     for by in ("source", "page", "event", "hostname", "prop:plan", "entry_page", "country"):
         assert rolled in note("breakdown", False, day, by), by
-    assert "hourly rollups" in note("timeseries", False, day)
+    for interval in ("day", "week", "month", None):
+        said = note("timeseries", False, day, interval)
+        assert "hourly rollups" in said and "daily rollups" in said, interval
+    assert "not counted by the hour" in note("timeseries", False, day, "hour")
     nothing = "not counted"
     assert nothing in note("metrics", True, day)  # filtered
     assert nothing in note("breakdown", False, day, "engagement")  # needs raw events
@@ -172,11 +175,12 @@ def _reads(srv: Server, key: str, first: date, last: date) -> dict[str, Any]:
         r = httpx.get(srv.url + "/metrics/breakdown", params={**rng, "by": by}, headers=auth)
         assert r.status_code == 200, r.text
         out[by] = _drop_notice(r.json())
-    r = httpx.get(srv.url + "/metrics/timeseries", params={**rng, "interval": "day"}, headers=auth)
-    assert r.status_code == 200, r.text
-    out["series"] = [
-        {k: p[k] for k in ("time", "pageviews", "events", "visitors")} for p in r.json()["points"]
-    ]
+    for interval in ("day", "week"):  # every figure of every point
+        r = httpx.get(
+            srv.url + "/metrics/timeseries", params={**rng, "interval": interval}, headers=auth
+        )
+        assert r.status_code == 200, r.text
+        out[f"series-{interval}"] = r.json()["points"]
     return out
 
 
@@ -307,9 +311,13 @@ def test_the_rollups_answer_the_deleted_days_as_before(kept: History) -> None:
         before = kept.before[(name, r)]
         for report in ("metrics", "source", "page", "event", "prop:plan", "entry_page"):
             assert after[report] == before[report], (name, r, report)
-        # the time series keeps the hourly page views, events and visitors
-        assert after["series"] == before["series"], (name, r)
+        # the time series by day and by week: the hourly page views, events and visitors, and
+        # the daily sessions, bounce rate and duration
+        for series in ("series-day", "series-week"):
+            assert after[series] == before[series], (name, r, series)
     assert kept.before[("dflt", "old")]["metrics"]["pageviews"] == 5
+    old_day = next(p for p in kept.before[("dflt", "old")]["series-day"] if p["time"] == str(OLD))
+    assert old_day["sessions"] == 3 and old_day["bounceRate"] == "33.3%", old_day
 
 
 def test_the_api_says_when_a_range_reaches_past_the_raw_events(kept: History) -> None:
@@ -328,6 +336,15 @@ def test_the_api_says_when_a_range_reaches_past_the_raw_events(kept: History) ->
     )
     assert filtered.json()["pageviews"] == 0
     assert "not counted" in filtered.json()["notes"][0]
+    # an hourly series: the hourly page views there, but no sessions (the rollups hold days)
+    hourly = httpx.get(
+        srv.url + "/metrics/timeseries",
+        params={"from": OLD.isoformat(), "to": OLD.isoformat(), "interval": "hour"},
+        headers=auth,
+    ).json()
+    assert sum(p["pageviews"] for p in hourly["points"]) == 4
+    assert sum(p["sessions"] for p in hourly["points"]) == 0
+    assert "not counted by the hour" in hourly["notes"][0]
     # a project's own retention: its own horizon
     own = httpx.get(
         srv.url + "/metrics/breakdown",

@@ -4,16 +4,24 @@ and duration by the session's start (clamped to the range).
 
 Without filters, in a zone whose offset is a whole number of hours, the event figures come
 from the hourly table (``event_hours``: sums and exact visitor sets per UTC hour) instead of
-the events; the answers are the same."""
+the events; the answers are the same.
+
+The days before the project's raw events (retention: svc.retention) hold only rollups: their
+page views, events and visitors come from the hourly table as above, and, without filters and
+by day, week or month, their sessions, bounces and duration from the daily rollups
+(``session_rollups``' totals), a UTC day's sessions whole in the bucket of its date (in
+another zone, the day of the range that shares most of it, as GET /metrics reads it). An
+hourly series has no sessions on those days: the rollups hold whole days."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date, timedelta
 from typing import Any
 
 from svc.errors import InvalidRequest
 from svc.queries.dates import DateRange
-from svc.queries.plan import Needs, Query, plan
+from svc.queries.plan import Facts, Needs, Plan, Query, plan
 from svc.queries.run import Runner
 from svc.queries.shape import percent
 from svc.queries.sql import reports
@@ -82,12 +90,21 @@ def buckets(rng: DateRange, interval: str) -> list[str]:
 def query_timeseries(store: EventStore, query: Query, interval: str) -> dict[str, Any]:
     p = plan(query)
     runner = Runner(store)
-    facts = runner.facts(p, Needs(edges=True))
-    event_rows, session_rows = runner.together(
-        reports.series_events(p, facts, interval), reports.series_sessions(p, facts, interval)
-    )
+    facts = before_raw(p, runner.facts(p, Needs(edges=True, rollups=rolls_up(p, interval))))
+    statements = [
+        reports.series_events(p, facts, interval),
+        reports.series_sessions(p, facts, interval),
+    ]
+    if facts.rolled:
+        statements.append(reports.series_rolled_sessions(p, facts, interval))
+    event_rows, *session_answers = runner.together(*statements)
     by_events = {r["time"]: r for r in event_rows}
-    by_sessions = {r["time"]: r for r in session_rows}
+    by_sessions: dict[str, dict[str, int]] = {}
+    for rows in session_answers:  # the session rows' days, then the rolled-up days'
+        for r in rows:
+            sums = by_sessions.setdefault(r["time"], {})
+            for name in ("sessions", "bounces", "with_pv", "duration_ms"):
+                sums[name] = sums.get(name, 0) + int(r[name])
     points = []
     for label in buckets(p.rng, interval):
         e, s = by_events.get(label, {}), by_sessions.get(label, {})
@@ -106,6 +123,23 @@ def query_timeseries(store: EventStore, query: Query, interval: str) -> dict[str
             }
         )
     return {"interval": interval, "timezone": p.rng.tz, "points": points}
+
+
+def rolls_up(p: Plan, interval: str) -> bool:
+    """Whether the series reads the sessions of the days before the project's raw events
+    from the daily rollups: without filters (the rollups hold every session), by day, week
+    or month (they hold whole UTC days, not hours), when the range reaches such a day."""
+    return p.may_roll_up() and interval in reports.ROLLED_DAY_BUCKETS and bool(p.days_before_raw)
+
+
+def before_raw(p: Plan, facts: Facts) -> Facts:
+    """``facts`` with only the rolled-up days before the raw events (the others, inside the
+    range of raw events, are read from the session rows, bucketed by each session's start in
+    the range's time zone, as they always were)."""
+    old = p.days_before_raw
+    if not facts.rolled or old is None:
+        return replace(facts, rolled=())
+    return replace(facts, rolled=tuple((d, v) for d, v in facts.rolled if d <= old[1]))
 
 
 __all__ = ["count_points", "parse_interval", "query_timeseries"]

@@ -3,7 +3,8 @@
 
 Only the daily rollups (and the hourly event figures) answer those days: GET /metrics and
 the breakdowns without filters answer them whole; a time series without filters has the
-hourly page views, events and visitors but no sessions; every other report (filters,
+hourly page views, events and visitors, and by day, week or month the daily sessions, bounce
+rate and duration too (an hourly one has no sessions there); every other report (filters,
 funnels, goals, revenue, errors, properties) needs the raw events and counts nothing there.
 """
 
@@ -38,7 +39,7 @@ def rolled_up(by: object) -> bool:
 
 def note(kind: str | None, filtered: bool, raw_from: date, by: object = None) -> str:
     """The note of a report of ``kind`` (``filtered``: with filters; ``by``: a breakdown's
-    dimension) over days before ``raw_from``."""
+    dimension, a time series' interval) over days before ``raw_from``."""
     kept = f"raw events are kept from {raw_from.isoformat()} (UTC) by the retention policy"
     from_rollups = kind == "metrics" or (kind == "breakdown" and rolled_up(by))
     if from_rollups and not filtered:
@@ -47,10 +48,18 @@ def note(kind: str | None, filtered: bool, raw_from: date, by: object = None) ->
             "(each day's sessions counted whole)"
         )
     if kind == "timeseries" and not filtered:
-        return (
+        hourly = (
             f"{kept}; before it, page views, events and visitors come from the hourly rollups "
-            "(in a time zone whose offset is whole hours) and sessions, bounce rate and "
-            "duration are not counted"
+            "(in a time zone whose offset is whole hours)"
+        )
+        if by == "hour":
+            return (
+                f"{hourly}, and sessions, bounce rate and duration are not counted by the hour "
+                "(the daily rollups hold whole days: ask for interval=day)"
+            )
+        return (
+            f"{hourly}, and sessions, bounce rate and duration from the daily rollups, per UTC "
+            "day (each day's sessions counted whole, in the bucket of the day they began)"
         )
     return f"{kept}; this report needs raw events, so the days before it are not counted"
 
@@ -63,5 +72,6 @@ def annotate(
     if raw_from is None or not reaches_before(rng, raw_from):
         return {}
     body["rawDataFrom"] = raw_from.isoformat()
-    body.setdefault("notes", []).append(note(kind, filtered, raw_from, body.get("by")))
+    by = body.get("interval") if kind == "timeseries" else body.get("by")
+    body.setdefault("notes", []).append(note(kind, filtered, raw_from, by))
     return {HEADER: raw_from.isoformat()}

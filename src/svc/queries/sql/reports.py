@@ -191,6 +191,37 @@ def series_sessions(plan: Plan, facts: Facts, interval: str) -> Statement:
     )
 
 
+#: The bucket of a rolled-up UTC day, per interval but the hour: the range's day of the same
+#: date (the day that shares most of it: svc.queries.plan.Plan.days_before_raw), its week or
+#: month.
+ROLLED_DAY_BUCKETS = {
+    "day": "session_day",
+    "week": "toMonday(session_day)",
+    "month": "toStartOfMonth(session_day)",
+}
+
+
+def series_rolled_sessions(plan: Plan, facts: Facts, interval: str) -> Statement:
+    """Per bucket (``interval`` a key of :data:`ROLLED_DAY_BUCKETS`): the sessions, bounces,
+    sessions with a page view and duration of the rolled-up days (``facts.rolled``), from the
+    daily rollups' totals (dimension ''): a day's sessions whole, in the bucket of its date,
+    the columns of :func:`series_sessions`."""
+    assert facts.rolled and interval in ROLLED_DAY_BUCKETS
+    return statement(
+        "SELECT toString(bucket) AS time, * FROM "
+        f"(SELECT {ROLLED_DAY_BUCKETS[interval]} AS bucket, sum(sessions) AS sessions, "
+        "sum(bounces) AS bounces, sum(with_pageview) AS with_pv, "
+        "sum(duration_ms) AS duration_ms FROM session_rollups "
+        "WHERE project_id = {project:String} AND dimension = '' "
+        "AND session_day IN {rolled_days:Array(Date)} "
+        "AND version = transform(session_day, {rolled_days:Array(Date)}, "
+        "{rolled_versions:Array(UInt64)}, toUInt64(0)) "
+        "GROUP BY bucket)",
+        plan,
+        facts,
+    )
+
+
 # GET /metrics/goals and /metrics/funnel -------------------------------------------------------
 
 
