@@ -1,7 +1,8 @@
 """Retention (issue 22): raw events are kept N months (the setting, or a project's own
 option), the daily rollups longer; the days past the raw horizon still answer /metrics and
-the breakdowns, from the rollups, exactly as before their events were deleted; the API says
-when a range reaches past the raw events.
+the breakdowns and the time series by day and week, from the rollups, exactly as before their
+events were deleted; the API says when a range reaches past the raw events; the raw-event lake
+(a bucket of a moto server) loses those days too.
 
 One data directory for the module: months-old history goes in through `svcm import` on the
 data directory (the live API takes events 7 days old at most), a first run of the service
@@ -29,6 +30,7 @@ from svc.retention.notice import note
 from svc.retention.policy import Retention, horizon, retention_of
 from svc.settings import Settings
 from tests.cli.support import clean_env
+from tests.s3_server import S3Server, s3_server
 from tests.support import Server, is_error
 
 TODAY = datetime.now(UTC).date()
@@ -56,6 +58,7 @@ MID = month_start(2) + timedelta(days=14)  # before `own`'s (1 month), after the
 RECENT = TODAY - timedelta(days=3)  # inside every horizon
 DEFAULT_MONTHS, OWN_MONTHS = 3, 1
 METRICS_TOKEN = "retention-metrics-" + "x" * 16
+LAKE_BUCKET = "svc-retention-lake"
 
 
 def _ms(day: date, hour: int, minute: int = 0) -> int:
@@ -194,19 +197,28 @@ def _stored_days(srv: Server, pid: str, key: str) -> set[date]:
 
 
 class History:
-    """The module's service with retention on, its projects, and the answers read before."""
+    """The module's service with retention on, its projects, the answers read before, and
+    the S3 server of its raw-event lake."""
 
     def __init__(
         self,
         srv: Server,
         projects: dict[str, dict[str, Any]],
         before: dict[tuple[str, str], dict[str, Any]],
+        s3: S3Server,
     ) -> None:
-        self.srv, self.projects, self.before = srv, projects, before
+        self.srv, self.projects, self.before, self.s3 = srv, projects, before, s3
 
     def key(self, name: str) -> str:
         key: str = self.projects[name]["keys"]["secret"]
         return key
+
+    def lake_keys(self, name: str) -> list[str]:
+        """The project's keys in the lake (``project=<id>/day=<day>/<file>``)."""
+        return self.s3.keys(LAKE_BUCKET, f"lake/project={self.projects[name]['id']}/")
+
+    def lake_days(self, name: str) -> set[date]:
+        return {date.fromisoformat(k.split("/day=")[1][:10]) for k in self.lake_keys(name)}
 
 
 RANGES = {
@@ -260,13 +272,29 @@ def kept(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
     assert made.returncode == 0, made.stderr
     projects = json.loads(made.stdout.splitlines()[-1])
     assert all(p["imported"] == len(history(n)) for n, p in projects.items()), projects
-    srv = Server(data_dir, env={"SVC_ROLLUP_INTERVAL_SECONDS": "0.2"})
+    with s3_server() as s3:
+        s3.bucket(LAKE_BUCKET)
+        lake = {
+            "SVC_LAKE_URL": f"s3://{LAKE_BUCKET}/lake",
+            **s3.env("LAKE"),
+            "SVC_LAKE_SETTLE_SECONDS": "0",
+            "SVC_LAKE_INTERVAL_SECONDS": "0.3",
+        }
+        srv = Server(data_dir, env={"SVC_ROLLUP_INTERVAL_SECONDS": "0.2", **lake})
+        yield from _run(srv, projects, s3)
+
+
+def _run(srv: Server, projects: dict[str, dict[str, Any]], s3: S3Server) -> Iterator[History]:
+    """The fixture's two runs of the service: without retention, then with it."""
     try:
-        srv.start()  # no retention: every day raw, the finished ones rolled up
+        srv.start()  # no retention: every day raw, the finished ones rolled up and in the lake
         _wait_until(lambda: srv.health()["store"]["rolledUpDays"] >= 2 * 3)
         before = {
             (n, r): _reads(srv, projects[n]["keys"]["secret"], *RANGES[r]) for n, r in COMPARED
         }
+        # each project's 6 days (3 with sessions, and the next with the one that crossed
+        # midnight), a file and a manifest each
+        _wait_until(lambda: len(s3.keys(LAKE_BUCKET, "lake/")) == 2 * 6 * 2)
         srv.stop()
         srv.env.update(
             SVC_RETENTION_MONTHS=str(DEFAULT_MONTHS),
@@ -281,7 +309,7 @@ def kept(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
             headers=srv.admin(),
         )
         assert r.status_code == 200, r.text
-        kept = History(srv, projects, before)
+        kept = History(srv, projects, before, s3)
         _wait_until(lambda: MID not in _stored_days(srv, projects["own"]["id"], kept.key("own")))
         yield kept
     finally:
@@ -303,6 +331,24 @@ def test_events_past_the_horizon_are_deleted_and_those_inside_kept(kept: History
     # the default (3 months) kept MID and RECENT, a project's own 1 month only RECENT
     assert dflt == {MID, MID + nxt, RECENT, RECENT + nxt}
     assert own == {RECENT, RECENT + nxt}
+
+
+def test_the_lake_loses_the_days_past_the_horizon_too(kept: History) -> None:
+    """The job deletes a project's days before its raw horizon from the lake (a bucket
+    here), file and manifest, and keeps the others whole."""
+    nxt = timedelta(days=1)
+    kept_days = {"dflt": {MID, MID + nxt, RECENT, RECENT + nxt}, "own": {RECENT, RECENT + nxt}}
+    _wait_until(lambda: all(kept.lake_days(n) == d for n, d in kept_days.items()), 30)
+    for name, days in kept_days.items():
+        files = {k.rsplit("/", 1)[1] for k in kept.lake_keys(name)}
+        assert files == {"events.parquet", "manifest.json"}
+        assert len(kept.lake_keys(name)) == 2 * len(days), name
+    # dflt lost OLD and the day after, own those and MID's two
+    assert kept.srv.health()["lake"]["daysExpired"] == 6
+    r = httpx.get(
+        kept.srv.url + "/internal/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}
+    )
+    assert "svc_retention_lake_days_deleted_total 6.0" in r.text
 
 
 def test_the_rollups_answer_the_deleted_days_as_before(kept: History) -> None:

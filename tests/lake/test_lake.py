@@ -9,7 +9,7 @@ import io
 import json
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.s3_server import S3Server, s3_server
+from svc.lake.expiry import expire_days
+from svc.lake.places import Place, S3Access, open_place
+from svc.lake.writer import day_prefix
+from tests.s3_server import KEY_ID, REGION, SECRET, S3Server, s3_server
 from tests.support import BROWSER_UA, Server, is_error
 
 TODAY = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
@@ -247,3 +250,40 @@ def test_a_lake_in_a_local_directory(tmp_path: Path) -> None:
         )
     finally:
         srv.stop()
+
+
+def test_retention_deletes_the_days_before_a_horizon_in_a_bucket_and_a_directory(
+    s3: S3Server, tmp_path: Path
+) -> None:
+    """svc.lake.expiry (the retention job's call, svc.retention.job): each project's days
+    before its horizon go, manifest and file, a half-deleted one too; later days, other
+    names and the projects not given stay; a second call finds nothing."""
+    access = S3Access(s3.endpoint, KEY_ID, SECRET, REGION)
+    july, aug1, aug2 = date(2026, 7, 31), date(2026, 8, 1), date(2026, 8, 2)
+    horizons = {"svc_proj_a": aug1, "svc_proj_b": date(2026, 9, 1), "svc_proj_new": aug1}
+    places: list[Place] = [open_place(f"s3://{BUCKET}/expiry", access), open_place(str(tmp_path))]
+    for place in places:
+        for pid in ("svc_proj_a", "svc_proj_b", "svc_proj_other"):
+            for day in (july, aug1, aug2):
+                place.put_bytes(day_prefix(pid, day) + "events.parquet", b"PAR1")
+                place.put_bytes(day_prefix(pid, day) + "manifest.json", b"{}")
+        half = day_prefix("svc_proj_a", date(2026, 6, 30)) + "events.parquet"
+        place.put_bytes(half, b"PAR1")  # a day whose manifest went, its file not yet
+        place.put_bytes("project=svc_proj_a/README", b"not a day")
+        gone = expire_days(place, horizons)
+        assert gone == [
+            ("svc_proj_a", date(2026, 6, 30)),
+            ("svc_proj_a", july),
+            *(("svc_proj_b", day) for day in (july, aug1, aug2)),
+        ], place.url
+        assert place.keys("project=svc_proj_a/") == [
+            "project=svc_proj_a/README",
+            *(
+                day_prefix("svc_proj_a", d) + f
+                for d in (aug1, aug2)
+                for f in ("events.parquet", "manifest.json")
+            ),
+        ]
+        assert place.keys("project=svc_proj_b/") == []
+        assert len(place.keys("project=svc_proj_other/")) == 6  # not given: left alone
+        assert expire_days(place, horizons) == []

@@ -376,6 +376,11 @@ class ServiceCollector:
             "Deletes (mutations) of a project's rows past its retention, per table.",
             value=job.deletes,
         )
+        yield CounterMetricFamily(
+            "svc_retention_lake_days_deleted",
+            "Days of a project deleted from the raw-event lake past its retention.",
+            value=job.lake_days_deleted,
+        )
 
     def _operations(self) -> Iterator[Metric]:
         """The lake's and the scheduled backups' figures, when they are on (svc.lake,

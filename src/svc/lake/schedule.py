@@ -13,8 +13,12 @@ before it is in the store) and reads only events received before it. A day is du
   days that became due since it.
 
 A day is (re)written when the lake has no manifest for it, or when an event of it was received
-at or after its manifest's ``receivedThroughMs`` (a late event: the day is stale). Days whose
-events were deleted from the store (retention) are never looked at again: the lake keeps them.
+at or after its manifest's ``receivedThroughMs`` (a late event: the day is stale).
+
+Retention reaches the lake too: the retention job (svc.retention.job) calls :meth:`Lake.expire`
+after each run with every project's raw-data horizon, and the days before it go from the lake
+(:mod:`.expiry`). A day written between the deletion of its raw events and that call (a pass
+that read it just before) is deleted by it; one written later has no events left to write.
 """
 
 from __future__ import annotations
@@ -24,12 +28,12 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from svc.lake import writer
+from svc.lake import expiry, writer
 from svc.lake.places import LocalPlace, Place, PlaceError, S3Access, open_place
 from svc.queries.sql import lake as lake_sql
 from svc.runtime import Runtime
@@ -78,6 +82,7 @@ class Lake:
         self.last_pass_at: float | None = None
         self.last_day_written: str | None = None
         self.last_written_at: float | None = None
+        self.days_expired = 0
 
     def due_through(self, through_ms: int) -> date:
         """The last day that is due at watermark ``through_ms``."""
@@ -163,6 +168,20 @@ class Lake:
                 written.append(manifest)
         return written
 
+    def expire(self, horizons: Mapping[str, date]) -> list[tuple[str, date]]:
+        """Delete each project's days before its horizon (``horizons``: project id -> the
+        first day of raw events it keeps) from the lake, and forget their manifests; the
+        (project, day) pairs deleted. Blocking (a worker thread); no day is written meanwhile.
+        PlaceError when the lake refuses (the retention job tries again at its next run)."""
+        with self._writing:
+            gone = expiry.expire_days(self.place, horizons)
+            for key in [k for k in self.written if k[0] in horizons and k[1] < horizons[k[0]]]:
+                del self.written[key]
+        self.days_expired += len(gone)
+        if gone:
+            log.info("lake: deleted %d day(s) past their retention", len(gone))
+        return gone
+
     def _note_day(self, day: date) -> None:
         """The newest day the lake holds (written now, or found there at start)."""
         if self.last_day_written is None or day.isoformat() > self.last_day_written:
@@ -206,6 +225,7 @@ class Lake:
             "rowsWritten": self.rows_written,
             "bytesWritten": self.bytes_written,
             "lastDayWritten": self.last_day_written,
+            "daysExpired": self.days_expired,
             "lastWrittenAt": _iso(self.last_written_at),
             "lastPassAt": _iso(self.last_pass_at),
             "failures": self.failures,
@@ -229,7 +249,8 @@ def _as_date(value: object) -> date:
 
 
 def lake_of(runtime: Runtime) -> Lake | None:
-    """The service's lake when ``SVC_LAKE_URL`` is set; ValueError naming a bad setting (at
+    """The service's lake when ``SVC_LAKE_URL`` is set, handed to the runtime's retention job
+    (which expires its days: :meth:`Lake.expire`); ValueError naming a bad setting (at
     start-up)."""
     settings = runtime.settings
     if not settings.lake_url:
@@ -254,7 +275,7 @@ def lake_of(runtime: Runtime) -> Lake | None:
             "settings SVC_LAKE_SETTLE_SECONDS (0 or more) and SVC_LAKE_INTERVAL_SECONDS (more "
             "than 0)"
         )
-    return Lake(
+    lake = Lake(
         runtime.store,
         place,
         settle_seconds=settings.lake_settle_seconds,
@@ -262,3 +283,5 @@ def lake_of(runtime: Runtime) -> Lake | None:
         work_dir=settings.data_dir / WORK_DIR,
         watermark=runtime.loaded_through_ms,
     )
+    runtime.retention.lake = lake
+    return lake

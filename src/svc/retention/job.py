@@ -5,7 +5,9 @@ One job for every project, in the store's one set of tables (a TTL expression ca
 project's own setting): for each project, the days before its raw horizon are rolled up if
 they never were (svc.storage.rollups), then its raw rows before the horizon are deleted
 (svc.queries.sql.retention.RAW), then its rollups before the rollup horizon (ROLLUPS), and the
-horizons are recorded (``retention_horizons``, storage/migrations/020). A month partition that
+horizons are recorded (``retention_horizons``, storage/migrations/020), and last the raw-event
+lake's days before each raw horizon are deleted (when the service has a lake: :attr:`lake`,
+svc.lake.schedule.Lake.expire). A month partition that
 every project with rows in it has left behind is dropped whole; otherwise the project's rows
 are deleted by a mutation. Runs on the rollups' loop (svc.runtime), after a pass, every
 ``SVC_RETENTION_INTERVAL_SECONDS``; nothing is read while no project has a horizon.
@@ -20,10 +22,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from svc.meta.store import Project
 from svc.queries.sql import retention as sql
@@ -39,6 +41,14 @@ log = logging.getLogger(__name__)
 _EPOCH = date(1970, 1, 1)
 
 
+class LakeDays(Protocol):
+    """The raw-event lake as the job expires it (svc.lake.schedule.Lake)."""
+
+    def expire(self, horizons: Mapping[str, date]) -> Sequence[tuple[str, date]]:
+        """Delete each project's days before its horizon; the (project, day) pairs deleted."""
+        ...
+
+
 @dataclass
 class RunReport:
     """What one run did."""
@@ -47,11 +57,15 @@ class RunReport:
     dropped_partitions: list[str] = field(default_factory=list)
     deletes: list[str] = field(default_factory=list)
     recorded: dict[str, tuple[date, date]] = field(default_factory=dict)
+    #: the lake's days deleted, ``<project>:<day>``
+    lake_days: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     @property
     def did_anything(self) -> bool:
-        return bool(self.rolled_up_days or self.dropped_partitions or self.deletes)
+        return bool(
+            self.rolled_up_days or self.dropped_partitions or self.deletes or self.lake_days
+        )
 
 
 class RetentionJob:
@@ -70,6 +84,9 @@ class RetentionJob:
         self.rollups = rollups
         self.projects = projects
         self.settings = settings
+        #: the raw-event lake, whose days the job expires too (set by svc.lake.schedule.lake_of
+        #: when SVC_LAKE_URL is set)
+        self.lake: LakeDays | None = None
         self._recorded: dict[str, tuple[date, date]] = {}
         self._lock = threading.Lock()  # one run at a time
         self._last_run: float | None = None
@@ -81,6 +98,7 @@ class RetentionJob:
         self.last_seconds = 0.0
         self.partitions_dropped = 0
         self.deletes = 0
+        self.lake_days_deleted = 0
         self.last_report: RunReport | None = None
 
     # the readers' side --------------------------------------------------------------------
@@ -126,14 +144,16 @@ class RetentionJob:
             self.last_success_at = time.time()
             self.partitions_dropped += len(report.dropped_partitions)
             self.deletes += len(report.deletes)
+            self.lake_days_deleted += len(report.lake_days)
             self.last_report = report
             if report.did_anything:
                 log.info(
-                    "retention: rolled up %d day(s), dropped %d partition(s), %d delete(s) in "
-                    "%.2f s",
+                    "retention: rolled up %d day(s), dropped %d partition(s), %d delete(s), "
+                    "%d lake day(s) deleted in %.2f s",
                     report.rolled_up_days,
                     len(report.dropped_partitions),
                     len(report.deletes),
+                    len(report.lake_days),
                     report.seconds,
                 )
             return report
@@ -172,6 +192,9 @@ class RetentionJob:
             )
             self._recorded[project_id] = horizons
             report.recorded[project_id] = horizons
+        if self.lake is not None and raw:  # last: a lake that refuses fails the run, retried
+            gone = self.lake.expire(raw)
+            report.lake_days = [f"{project_id}:{day.isoformat()}" for project_id, day in gone]
         return report
 
     def _project_ids(self, known: dict[str, Project]) -> set[str]:
