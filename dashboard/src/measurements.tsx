@@ -3,6 +3,7 @@
 // whose endpoint this server does not have (404) is not shown.
 
 import type { JSX } from "preact";
+import type { Params } from "./api";
 import { useData, useQuery } from "./context";
 import { withRange } from "./chart";
 import { num } from "./format";
@@ -24,6 +25,8 @@ interface EngagementRow {
   medianEngagedMs: number | null;
   meanEngagedMs: number | null;
   scrollDepth: Record<string, string>;
+  /** With `compare` (docs/api.md, "Comparing with another range"). */
+  change?: { medianEngagedMs?: number | null };
 }
 
 interface TargetRow {
@@ -31,6 +34,7 @@ interface TargetRow {
   visitors: number;
   events: number;
   referrers?: { value: string; events: number }[];
+  change?: { visitors?: number | null };
 }
 
 interface Rows<T> {
@@ -53,13 +57,17 @@ function share(text: string | undefined): number {
   return text ? parseFloat(text) : 0;
 }
 
+/** `params` with the view's `compare`, when Compare is on. */
+function compared(params: Params, compare: string): Params {
+  return compare === "off" ? params : [...params, ["compare", compare]];
+}
+
 export function EngagementPanel(): JSX.Element | null {
-  const { base } = useQuery();
-  const data = useData<Rows<EngagementRow>>("/metrics/breakdown", [
-    ...base,
-    ["by", "engagement"],
-    ["limit", "8"],
-  ]);
+  const { base, view } = useQuery();
+  const data = useData<Rows<EngagementRow>>(
+    "/metrics/breakdown",
+    compared([...base, ["by", "engagement"], ["limit", "8"]], view.compare),
+  );
   if (useHidden(data.error)) return null;
   return (
     <Report id="engagement" title="Engagement">
@@ -77,7 +85,9 @@ export function EngagementPanel(): JSX.Element | null {
               nums: [seconds(r.medianEngagedMs), r.scrollDepth["75"] ?? "0.0%"],
               bar: r.medianEngagedMs ?? 0,
               filter: { dim: "page", op: "is", value: r.value },
+              change: r.change?.medianEngagedMs,
             }))}
+            change={view.compare !== "off" ? {} : undefined}
           />
         )}
       </Body>
@@ -86,8 +96,11 @@ export function EngagementPanel(): JSX.Element | null {
 }
 
 function TargetRows(props: { by: string; head: string; empty: string }): JSX.Element | null {
-  const { base } = useQuery();
-  const data = useData<Rows<TargetRow>>("/metrics/breakdown", [...base, ["by", props.by], ["limit", "6"]]);
+  const { base, view } = useQuery();
+  const data = useData<Rows<TargetRow>>(
+    "/metrics/breakdown",
+    compared([...base, ["by", props.by], ["limit", "6"]], view.compare),
+  );
   if (useHidden(data.error)) return null;
   return (
     <div data-report={props.by}>
@@ -107,7 +120,9 @@ function TargetRows(props: { by: string; head: string; empty: string }): JSX.Ele
                 props.by === "404"
                   ? { dim: "page", op: "is", value: r.value }
                   : { dim: "prop:url", op: "is", value: r.value },
+              change: r.change?.visitors,
             }))}
+            change={view.compare !== "off" ? { upIsBad: props.by === "404" } : undefined}
           />
         )}
       </Body>

@@ -11,7 +11,7 @@ import { duration, exactNum, flag, num } from "./format";
 import { PropertiesView } from "./reports";
 import { setView, useView } from "./state";
 import type { BreakdownAnswer, BreakdownRow } from "./types";
-import { Modal, Note, Skeleton, Tabs, Field } from "./ui";
+import { Modal, Note, RowChange, Skeleton, Tabs, Field } from "./ui";
 
 type Column = "visitors" | "events" | "pageviews" | "sessions";
 
@@ -117,6 +117,8 @@ export function Panel(props: {
   const params: Params = by
     ? [...base, ["by", by], ["limit", String(limit)], ["order", `-${tab.metric ?? "visitors"}`]]
     : [];
+  // with Compare, each row also carries its figures in the other range and their change
+  if (by && view.compare !== "off") params.push(["compare", view.compare]);
   const data = useData<BreakdownAnswer>(by ? "/metrics/breakdown" : null, params);
   const [details, setDetails] = useState(false);
   const [hidden, setHidden] = useState(false);
@@ -237,6 +239,7 @@ function RowList(props: {
   const view = useView();
   const max = Math.max(1, ...props.rows.map((r) => r[props.metric] ?? 0));
   const active = activeValue(view.filters, props.by);
+  const compared = view.compare !== "off";
   const hint = useId();
   return (
     <div class={props.loading ? "rows loading" : "rows"}>
@@ -244,6 +247,7 @@ function RowList(props: {
         <span>{props.column}</span>
         {props.extra && <span class="num">{METRIC_LABELS[props.extra]}</span>}
         <span class="num">{METRIC_LABELS[props.metric]}</span>
+        {compared && <span class="num delta" />}
       </div>
       <p id={hint} class="sr-only">
         Choose a row to filter the whole page by this {dimensionLabel(props.by).toLowerCase()}.
@@ -279,6 +283,7 @@ function RowList(props: {
                   {num(n)}
                   <span class="sr-only"> {METRIC_LABELS[props.metric]!.toLowerCase()}</span>
                 </span>
+                {compared && <RowChange change={r.change?.[props.metric]} />}
               </button>
             </li>
           );
@@ -317,6 +322,7 @@ function Details(props: {
     ["offset", String(offset)],
     ["order", order],
   ];
+  if (view.compare !== "off") params.push(["compare", view.compare]);
   if (q) params.push(["filter", `${props.by}:contains:${q}`]);
   const data = useData<BreakdownAnswer>("/metrics/breakdown", params);
   const rows = data.data?.rows ?? [];
@@ -374,7 +380,9 @@ function Details(props: {
                       {props.render ? props.render(r.value) : valueLabel(props.by, r.value)}
                     </button>
                   </th>
-                  <td class="num">{num(r.visitors)}</td>
+                  <td class="num">
+                    {num(r.visitors)} {view.compare !== "off" && <RowChange change={r.change?.visitors} />}
+                  </td>
                   <td class="num">{num(r.sessions ?? 0)}</td>
                   <td class="num">{num(r.pageviews ?? 0)}</td>
                   <td class="num">{r.bounceRate ?? "–"}</td>

@@ -17,7 +17,7 @@ import type {
   PropertyValuesAnswer,
   RevenueAnswer,
 } from "./types";
-import { Note, Skeleton, Field } from "./ui";
+import { Note, RowChange, Skeleton, Field } from "./ui";
 
 function rate(v: string | number): string {
   return typeof v === "string" ? v : pct(v);
@@ -54,10 +54,19 @@ export function Report(props: {
   );
 }
 
-/** Rows of (label, numbers) as filter buttons, with a bar for the first number. */
+/** Rows of (label, numbers) as filter buttons, with a bar for the first number; with `change`
+ * (Compare on), each row's change of its first number after it (`RowChange`). */
 export function SimpleRows(props: {
   head: string[];
-  rows: { key: string; label: string; nums: string[]; bar: number; filter: Filter | null }[];
+  rows: {
+    key: string;
+    label: string;
+    nums: string[];
+    bar: number;
+    filter: Filter | null;
+    change?: number | null | undefined;
+  }[];
+  change?: { upIsBad?: boolean } | undefined;
 }): JSX.Element {
   const view = useView();
   const hint = useId();
@@ -65,11 +74,12 @@ export function SimpleRows(props: {
   return (
     <div class="rows">
       <div class="rows-head" aria-hidden="true">
-        {props.head.map((h, i) => (
+        {props.head.map((h, i) => [
           <span key={h} class={i ? "num" : ""}>
             {h}
-          </span>
-        ))}
+          </span>,
+          i === 1 && props.change && <span key="delta" class="num delta" />,
+        ])}
       </div>
       <p id={hint} class="sr-only">
         Choose a row to filter the whole page by it.
@@ -91,12 +101,15 @@ export function SimpleRows(props: {
                   {r.label}
                 </span>
               </span>
-              {r.nums.map((n, i) => (
+              {r.nums.map((n, i) => [
                 <span key={i} class="num" data-testid={i === 0 ? "row-num" : undefined}>
                   {n}
                   <span class="sr-only"> {props.head[i + 1]?.toLowerCase()}</span>
-                </span>
-              ))}
+                </span>,
+                i === 0 && props.change && (
+                  <RowChange key="delta" change={r.change} upIsBad={props.change.upIsBad} />
+                ),
+              ])}
             </button>
           </li>
         ))}

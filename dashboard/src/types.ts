@@ -56,6 +56,8 @@ export interface BreakdownRow {
   events?: number;
   bounceRate?: string;
   avgSessionDuration?: number;
+  /** With `compare`: how each figure changed (percent, or percentage points for shares). */
+  change?: Partial<Record<string, number | null>>;
 }
 
 export interface BreakdownAnswer {

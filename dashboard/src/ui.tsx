@@ -3,6 +3,7 @@
 import type { ComponentChildren, JSX } from "preact";
 import { useEffect, useId, useRef } from "preact/hooks";
 import type { ApiError } from "./api";
+import { useView } from "./state";
 
 export interface Tab {
   id: string;
@@ -126,5 +127,37 @@ export function Field(props: {
       </label>
       {props.children(id)}
     </div>
+  );
+}
+
+/**
+ * A breakdown row's change against the comparison period: the API's `change` of the row's main
+ * figure (relative percent, or percentage points with `pp`), as an arrow and a number, named
+ * for screen readers ("+12.5% against the previous period"). Empty when the change is null (no
+ * earlier figure to relate it to) or Compare is off; `upIsBad` colours a rise as bad news.
+ */
+export function RowChange(props: {
+  change: number | null | undefined;
+  pp?: boolean;
+  upIsBad?: boolean;
+}): JSX.Element {
+  const { compare } = useView();
+  const c = props.change;
+  if (compare === "off" || c === null || c === undefined) return <span class="num delta" />;
+  const size = Math.abs(c);
+  const unit = props.pp ? " pp" : "%";
+  const label = `${c > 0 ? "+" : c < 0 ? "-" : ""}${size.toFixed(1)}${unit} against the previous ${
+    compare === "previous_year" ? "year" : "period"
+  }`;
+  const mood = c === 0 ? "flat" : c > 0 !== !!props.upIsBad ? "good" : "bad";
+  return (
+    <span class={`num delta change ${mood}`} data-testid="row-change" data-change={c} title={label}>
+      <span aria-hidden="true">
+        {c > 0 ? "↑" : c < 0 ? "↓" : ""}
+        {size >= 100 ? Math.round(size) : size.toFixed(1)}
+        {unit}
+      </span>
+      <span class="sr-only"> {label}</span>
+    </span>
   );
 }

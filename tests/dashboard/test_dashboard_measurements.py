@@ -4,6 +4,7 @@ and a row filters the page."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -13,7 +14,9 @@ import pytest
 from svc.schema.measurements import VITALS
 from tests.dashboard.test_dashboard_browser import api, eventually, last_7_days, rows, sign_in
 from tests.support import Server
-from tests.test_page_measurements import DAY, GITHUB, REPORTS, vitals
+from tests.test_breakdown_compare import DAY as COMPARED_DAY
+from tests.test_breakdown_compare import PDF, PREV, at, events
+from tests.test_page_measurements import DAY, GITHUB, REPORTS, ev, vitals
 
 # The day before DAY: two page loads' vitals, for the comparison period (09:00 and 14:00 UTC).
 BEFORE = [
@@ -22,6 +25,13 @@ BEFORE = [
 ]
 
 pytestmark = pytest.mark.browser
+
+# The events of tests/test_breakdown_compare on COMPARED_DAY and PREV (the day before), and
+# three more direct visitors of /docs on PREV (V6, V7, V8).
+COMPARED = [
+    *events(COMPARED_DAY, PREV),
+    *(ev(v, at(PREV, 15, v), path="/docs") for v in (6, 7, 8)),
+]
 
 
 @pytest.fixture(scope="module")
@@ -126,3 +136,66 @@ def test_web_vitals_over_time_is_a_line_with_googles_thresholds(
     assert [p["time"][-5:] for p in before["points"] if p["lcp"]["p75"] is not None] == [
         "09:00", "14:00"
     ]  # fmt: skip
+
+
+def test_compare_shows_each_rows_change_against_the_previous_period(
+    page: Any, dashboard_url: str, server: Server
+) -> None:
+    """With Compare on, every breakdown asks with ``compare`` and a row shows the change of its
+    main figure. By hand (COMPARED): page / 2 visitors (V1, V2) against 1 (V1): +100.0 %;
+    /docs 2 (V1, V3) against 3 (V6-V8): -33.3 %; source google 2 against 1: +100.0 %, direct
+    1 (V3) against 4 (V5-V8): -75.0 %; outbound GitHub 2 (V1, V3) against 1 (V5): +100.0 %;
+    404 /gone 1 against 1: 0.0 %; the download 1 against 0: no change to show."""
+    p = server.create_project("dash-compare-" + uuid.uuid4().hex[:8], domains=["acme.test"])
+    r = server.send(p["keys"]["secret"], COMPARED)
+    assert r.status_code == 200 and r.json()["accepted"] == len(COMPARED), r.text
+    server.wait_loaded()
+    day = COMPARED_DAY.date().isoformat()
+    sign_in(page, dashboard_url, p["keys"]["secret"], f"?period=custom&from={day}&to={day}")
+
+    def changes(panel: str) -> dict[str, str | None]:
+        """Each row's change as its data-change attribute, None for an empty cell."""
+        out: dict[str, str | None] = page.evaluate(
+            """(sel) => Object.fromEntries([...document.querySelectorAll(`${sel} button.row`)]
+                .map((b) => [b.dataset.value,
+                    b.querySelector('[data-testid=row-change]')?.dataset.change ?? null]))""",
+            panel,
+        )
+        return out
+
+    # Compare off: no change cells
+    pages = page.locator("[data-panel=pages]")
+    eventually(lambda: pages.locator("button.row").count() >= 2, True)
+    assert page.locator("[data-testid=row-change], .row .delta").count() == 0
+
+    page.get_by_label("Compare").select_option("previous_period")
+    eventually(lambda: changes("[data-panel=pages]").get("/docs"), "-33.3")
+    assert {v: changes("[data-panel=pages]")[v] for v in ("/", "/docs")} == {
+        "/": "100",
+        "/docs": "-33.3",
+    }
+    docs = pages.locator("button.row[data-value='/docs']")
+    assert docs.locator("[data-testid=row-change] [aria-hidden=true]").inner_text() == "↓33.3%"
+    assert "bad" in (docs.locator("[data-testid=row-change]").get_attribute("class") or "")
+    # the row's accessible name says it
+    name = re.compile(r"^\/docs 2 views 2 visitors -33\.3% against the previous period$")
+    assert pages.get_by_role("button", name=name).count() == 1
+    assert (
+        pages.get_by_role(
+            "button", name=re.compile(r"\+100\.0% against the previous period")
+        ).count()
+        == 1
+    )
+
+    page.locator("[data-panel=sources]").get_by_role("tab", name="Sources").click()
+    eventually(
+        lambda: {v: changes("[data-panel=sources]").get(v) for v in ("google", "direct")},
+        {"google": "100", "direct": "-75"},
+    )
+    links = "[data-panel=links] [data-report={}]"
+    eventually(lambda: changes(links.format("outbound")), {GITHUB: "100"})
+    eventually(lambda: changes(links.format("'404'")), {"/gone": "0"})
+    eventually(lambda: changes(links.format("download")), {PDF: None})
+    gone = page.locator("[data-panel=links] [data-report='404'] [data-testid=row-change]")
+    assert gone.locator("[aria-hidden=true]").inner_text() == "0.0%"
+    assert "flat" in (gone.get_attribute("class") or "")
