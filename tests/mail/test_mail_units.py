@@ -6,12 +6,13 @@ from __future__ import annotations
 import struct
 import zlib
 from datetime import UTC, date, datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 
 from svc.errors import InvalidRequest
 from svc.mail import mail_enabled
-from svc.mail.alerts import check_option
+from svc.mail.alerts import check_option, compared_hours, last_complete_hour
 from svc.mail.chart import bar_chart
 from svc.mail.periods import last_complete
 from svc.mail.report import change, shown
@@ -81,6 +82,32 @@ def test_alert_option_bounds() -> None:
         assert err.value.field == field
     with pytest.raises(InvalidRequest):
         check_option([])
+
+
+def test_alerts_compare_the_same_local_hour_across_daylight_saving() -> None:
+    ny = ZoneInfo("America/New_York")
+    # 14:00-15:00 in New York on Tuesday 3 November 2026, two days after clocks went back
+    now = datetime(2026, 11, 3, 15, 10, tzinfo=ny)
+    hour = last_complete_hour(now, "America/New_York")
+    assert hour == datetime(2026, 11, 3, 19, 0, tzinfo=UTC)
+    earlier = compared_hours(hour, "America/New_York", 7)
+    assert [h.astimezone(ny).strftime("%m-%d %H:%M") for h in earlier] == [
+        f"{d} 14:00" for d in ("11-02", "11-01", "10-31", "10-30", "10-29", "10-28", "10-27")
+    ]
+    assert [h.hour for h in earlier] == [19, 19, 18, 18, 18, 18, 18]  # UTC: EST, then EDT
+    # the spring change: 02:00-03:00 did not exist on 8 March 2026, so that day is left out
+    spring = compared_hours(datetime(2026, 3, 10, 2, 0, tzinfo=ny), "America/New_York", 3)
+    assert [h.astimezone(ny).strftime("%m-%d %H:%M") for h in spring] == [
+        "03-09 02:00",
+        "03-07 02:00",
+    ]
+    # a zone with a half-hour offset: its hours start at :30 UTC
+    kolkata = last_complete_hour(datetime(2026, 11, 3, 10, 45, tzinfo=UTC), "Asia/Kolkata")
+    assert kolkata == datetime(2026, 11, 3, 9, 30, tzinfo=UTC)
+    assert compared_hours(kolkata, "Asia/Kolkata", 1) == [datetime(2026, 11, 2, 9, 30, tzinfo=UTC)]
+    assert last_complete_hour(datetime(2026, 11, 3, 10, 45, tzinfo=UTC)) == datetime(
+        2026, 11, 3, 9, 0, tzinfo=UTC
+    )
 
 
 def test_chart_is_a_valid_png() -> None:

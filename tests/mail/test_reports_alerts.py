@@ -209,6 +209,53 @@ def test_alert_fires_on_a_spike_and_names_its_source(svc: Server, mail_server: M
     assert mail_server.to(late) == [] and len(mail_server.to(to)) == 1
 
 
+def test_alert_fires_on_a_drop_in_local_hours_and_names_what_fell(
+    svc: Server, mail_server: MailServer
+) -> None:
+    p = svc.create_project("drop-" + uuid.uuid4().hex[:6], timezone=TZ, domains=["acme.test"])
+    secret = p["keys"]["secret"]
+    r = httpx.patch(
+        f"{svc.url}/projects/{p['id']}",
+        json={"options": {"alerts": {"baselineDays": 3}}},
+        headers=auth(secret),
+    )
+    assert r.status_code == 200, r.text
+    zone = ZoneInfo(TZ)
+    local = datetime.now(zone).replace(minute=0, second=0, microsecond=0) - timedelta(hours=1)
+    events = []
+    for k in (1, 2, 3):  # the usual, the same local hour of the days before: 12 visitors
+        day = (local - timedelta(days=k)).date()
+        start = datetime(day.year, day.month, day.day, local.hour, tzinfo=zone)
+        for v in range(10):
+            at = start + timedelta(minutes=10, seconds=v)
+            events.append(ev(100 * k + v, at, path="/docs", referrer="https://www.google.com/"))
+        events += [ev(100 * k + 50 + v, start + timedelta(minutes=30)) for v in range(2)]
+    # the hour itself: only the two direct visitors; Google and /docs fell away
+    events += [ev(900 + v, local + timedelta(minutes=15)) for v in range(2)]
+    r = svc.send(secret, events)
+    assert r.status_code == 200 and r.json()["accepted"] == len(events), r.text
+    svc.wait_loaded()
+
+    to = f"drop-{p['id'][-6:]}@example.com"
+    url = f"{svc.url}/projects/{p['id']}/subscriptions"
+    assert (
+        httpx.post(url, json={"email": to, "kind": "alerts"}, headers=auth(secret)).status_code
+        == 201
+    )
+    (msg,) = mail_server.wait_for(1, match=lambda m: m["To"] == to)
+    end = local + timedelta(hours=1)
+    when = f"{local:%Y-%m-%d %H:%M}–{end:%H:%M} {local:%Z}"  # in the project's zone
+    assert msg["Subject"] == f"Traffic drop on {p['name']}: 2 visitors {when} (0.2× usual)"
+    text = msg.get_body(("plain",)).get_content().replace("\r\n", "\n")  # type: ignore[union-attr]
+    assert "against 12.0 on average in the same hour of the 3 days before" in text
+    assert "at most 0.3× that" in text
+    sources = text.split("\nSources\n")[1].split("\n\n")[0].splitlines()
+    assert sources[0].strip() == "google: 0 vs 10.0 (-10.0)", text
+    pages = text.split("\nPages\n")[1].split("\n\n")[0].splitlines()
+    assert pages[0].strip() == "/docs: 0 vs 10.0 (-10.0)", text
+    assert f"from={local.date().isoformat()}" in text
+
+
 def test_members_choose_their_own_subscriptions(svc: Server, mail_server: MailServer) -> None:
     from tests.accounts.conftest import call, invite_and_accept, new_team
 

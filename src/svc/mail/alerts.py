@@ -1,9 +1,11 @@
 """Traffic alerts that explain themselves.
 
-The rule (docs/api.md, "Email reports and alerts"): once the last complete UTC hour is in the
-store, its visitors are compared with the **baseline**, the mean of the visitors of the same
-hour on each of the ``baselineDays`` days before (24 h, 48 h, ... earlier). The alert fires
-when
+The rule (docs/api.md, "Email reports and alerts"): once the last complete hour of the
+project's time zone is in the store, its visitors are compared with the **baseline**, the mean
+of the visitors of the same local hour (14:00-15:00 in the zone) on each of the
+``baselineDays`` local days before (:func:`compared_hours`: across a change of daylight saving
+time that is 23 or 25 hours earlier, not 24; a day whose clocks skipped that hour is left out
+of the mean, and of an hour that happened twice the first is taken). The alert fires when
 
 - **spike**: visitors ≥ ``spikeFactor`` × baseline and visitors ≥ ``minVisitors``;
 - **drop**: visitors ≤ ``dropFactor`` × baseline and baseline ≥ ``minVisitors``
@@ -34,7 +36,7 @@ from svc.mail import subscriptions
 from svc.mail.outbox import enqueue
 from svc.meta import tables
 from svc.meta.store import MetaStore, Project
-from svc.queries.hourly import BREAKDOWNS, same_hour_visitors
+from svc.queries.hourly import BREAKDOWNS, hours_visitors
 from svc.settings import Settings
 from svc.storage.events import EventStore
 
@@ -106,12 +108,31 @@ class Alert:
     causes: dict[str, list[Contribution]] = field(default_factory=dict)  # source, page, country
 
 
+def compared_hours(hour: datetime, zone: str, days: int) -> list[datetime]:
+    """The UTC starts of the same local hour as ``hour`` (aware) in ``zone`` on each of the
+    ``days`` local days before, latest first. A day whose clocks skipped that hour (the spring
+    change) is left out; of an hour that happened twice (the autumn change), the first."""
+    tz = ZoneInfo(zone)
+    local = hour.astimezone(tz)
+    out: list[datetime] = []
+    for k in range(1, days + 1):
+        d = local.date() - timedelta(days=k)
+        wall = datetime(d.year, d.month, d.day, local.hour, local.minute, tzinfo=tz)
+        start = wall.astimezone(UTC)
+        if start.astimezone(tz).replace(tzinfo=None) != wall.replace(tzinfo=None):
+            continue  # no such time that day
+        out.append(start)
+    return out
+
+
 def evaluate(store: EventStore, project: Project, hour: datetime) -> Alert | None:
-    """Whether the hour starting at ``hour`` (UTC) fires an alert, and why (blocking)."""
+    """Whether the hour starting at ``hour`` (aware; a start of an hour in the project's time
+    zone) fires an alert, and why (blocking)."""
     rule = thresholds(project)
-    days = int(rule["baselineDays"])
-    data = same_hour_visitors(store, project.id, hour, days)
-    earlier = [hour - timedelta(days=k) for k in range(1, days + 1)]
+    hour = hour.astimezone(UTC)
+    earlier = compared_hours(hour, project.timezone, int(rule["baselineDays"]))
+    days = max(1, len(earlier))
+    data = hours_visitors(store, project.id, [hour, *earlier])
     visitors = data["total"].get(hour, {}).get("", 0)
     baseline = sum(data["total"].get(h, {}).get("", 0) for h in earlier) / days
     minimum = rule["minVisitors"]
@@ -142,30 +163,34 @@ def evaluate(store: EventStore, project: Project, hour: datetime) -> Alert | Non
     return Alert(project, hour, direction, visitors, baseline, rule, causes)
 
 
-def last_complete_hour(now: datetime) -> datetime:
-    return now.astimezone(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=1)
+def last_complete_hour(now: datetime, zone: str = "UTC") -> datetime:
+    """The UTC start of the last hour of ``zone``'s clock that ended by ``now`` (in a zone
+    whose offset has minutes, such as Asia/Kolkata, its hours start at :30 UTC)."""
+    local = now.astimezone(ZoneInfo(zone)).replace(minute=0, second=0, microsecond=0)
+    return local.astimezone(UTC) - timedelta(hours=1)
 
 
 def check_all(
     settings: Settings, meta: MetaStore, store: EventStore, now: datetime, loaded_through_ms: int
 ) -> int:
-    """Look at the last complete hour of each project with alert subscribers, once per hour
-    and project; enqueue the alerts that fire (blocking). Returns the mails enqueued."""
+    """Look at the last complete hour (of its time zone) of each project with alert
+    subscribers, once per hour and project; enqueue the alerts that fire (blocking). Returns
+    the mails enqueued."""
     from svc.mail.scheduler import base_url, list_headers, unsubscribe_url
 
-    hour = last_complete_hour(now)
-    hour_ms = int(hour.timestamp() * 1000)
-    if hour_ms + 3600_000 > loaded_through_ms:
-        return 0  # the hour's events may still be on their way
     by_project: dict[str, list[subscriptions.Subscription]] = {}
     for sub in subscriptions.list_subscriptions(meta, kinds=("alerts",)):
         by_project.setdefault(sub.project_id, []).append(sub)
     sent = 0
     for project_id, subs in by_project.items():
-        if not _claim_hour(meta, project_id, hour_ms):
-            continue
         project = meta.find_project(project_id)
         if project is None:
+            continue
+        hour = last_complete_hour(now, project.timezone)
+        hour_ms = int(hour.timestamp() * 1000)
+        if hour_ms + 3600_000 > loaded_through_ms:
+            continue  # the hour's events may still be on their way
+        if not _claim_hour(meta, project_id, hour_ms):
             continue
         try:
             alert = evaluate(store, project, hour)
@@ -224,8 +249,10 @@ def render(alert: Alert, base: str, unsubscribe_url: str) -> tuple[str, str, str
     """(subject, text, HTML) of an alert's mail."""
     p = alert.project
     up = alert.direction == "spike"
-    end = alert.hour + timedelta(hours=1)
-    when = f"{alert.hour:%Y-%m-%d %H:%M}–{end:%H:%M} UTC"
+    zone = ZoneInfo(p.timezone)
+    start = alert.hour.astimezone(zone)
+    end = (alert.hour + timedelta(hours=1)).astimezone(zone)
+    when = f"{start:%Y-%m-%d %H:%M}–{end:%H:%M} {start:%Z}"
     ratio = f"{alert.visitors / alert.baseline:.1f}×" if alert.baseline else "no visitors"
     subject = (
         f"Traffic {'spike' if up else 'drop'} on {p.name}: {alert.visitors} visitors "
@@ -257,7 +284,7 @@ def render(alert: Alert, base: str, unsubscribe_url: str) -> tuple[str, str, str
             "".join(f"<li>{e(line)}</li>" for line in lines) or "<li>(nothing stands out)</li>"
         )
         blocks += f"<h3>{e(title)}</h3><ul>{entries}</ul>"
-    day = alert.hour.astimezone(ZoneInfo(p.timezone)).date().isoformat()
+    day = start.date().isoformat()
     query = {"project": p.id, "period": "custom", "from": day, "to": day, "interval": "hour"}
     link = f"{base}/dashboard?{urlencode(query)}"
     text += ["", f"Dashboard: {link}", "", f"Unsubscribe from alerts: {unsubscribe_url}", ""]
