@@ -8,6 +8,7 @@ import { useData, useQuery } from "./context";
 import { withRange } from "./chart";
 import { num } from "./format";
 import { Body, Report, SimpleRows, useHidden } from "./reports";
+import { RowChange } from "./ui";
 import {
   showVital,
   VITALS,
@@ -51,6 +52,14 @@ function seconds(ms: number | null): string {
   return ms < 60_000
     ? `${(ms / 1000).toFixed(1)} s`
     : `${Math.floor(ms / 60_000)} m ${Math.round((ms % 60_000) / 1000)} s`;
+}
+
+/** The relative change in percent from `then` to `now`, one decimal, as the API's `change`
+ * (docs/api.md, "Comparing with another range"): null when there is nothing to relate to. */
+function relative(now: number | null, then: number | null | undefined): number | null {
+  if (now === null || then === null || then === undefined) return null;
+  if (then === 0) return now === 0 ? 0 : null;
+  return Math.round((1000 * (now - then)) / then) / 10;
 }
 
 function share(text: string | undefined): number {
@@ -182,9 +191,10 @@ export function VitalsPanel(): JSX.Element | null {
       >
         {(d) => (
           <>
-            <ul class="plain vitals">
+            <ul class={cmp ? "plain vitals compared" : "plain vitals"}>
               {VITALS.map((v) => {
                 const f = d[v.name];
+                const then = prev.data?.[v.name].p75;
                 return (
                   <li key={v.name} class="vital" data-vital={v.name}>
                     <span class="vital-name" title={v.label}>
@@ -193,6 +203,7 @@ export function VitalsPanel(): JSX.Element | null {
                     <span class="num" data-testid="p75">
                       {showVital(v, f.p75)}
                     </span>
+                    {cmp && <RowChange change={relative(f.p75, then)} upIsBad />}
                     <ShareBar figures={f} />
                     <span class="num vital-good">{f.good}</span>
                   </li>

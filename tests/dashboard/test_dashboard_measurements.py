@@ -136,6 +136,16 @@ def test_web_vitals_over_time_is_a_line_with_googles_thresholds(
     assert [p["time"][-5:] for p in before["points"] if p["lcp"]["p75"] is not None] == [
         "09:00", "14:00"
     ]  # fmt: skip
+    # and each vital's p75 beside its change against the day before (a rise is bad news)
+    both = api(
+        server, key, "/metrics/vitals", [("from", day), ("to", day), ("compare", "previous_period")]
+    )
+    now, then = both["lcp"]["p75"], both["compare"]["lcp"]["p75"]
+    assert now is not None and then
+    change = page.locator("[data-panel=vitals] [data-vital=lcp] [data-testid=row-change]")
+    eventually(lambda: change.count(), 1)
+    assert abs(float(change.get_attribute("data-change")) - 100 * (now - then) / then) <= 0.05
+    assert ("bad" if now > then else "good") in (change.get_attribute("class") or "")
 
 
 def test_compare_shows_each_rows_change_against_the_previous_period(
