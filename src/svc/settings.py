@@ -200,8 +200,8 @@ class Settings:
     password_hash_iterations: int = _setting(3, "Passes of an argon2id password hash.")
     redis_url: str = _setting(
         "",
-        "Redis URL (redis://host:6379/0) shared by svc processes for rate limits and quota "
-        "counters. Empty: both kept in this process.",
+        "Redis URL (redis://host:6379/0) shared by svc processes for rate limits, sign-in "
+        "limits and quota counters. Empty: all kept in this process.",
     )
     client_header_timeout_seconds: float = _setting(
         10.0, "A client must send a request's headers within this time, else it is cut off. 0: off."

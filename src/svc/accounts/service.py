@@ -23,6 +23,7 @@ from svc.accounts.access import Access
 from svc.accounts.store import Account
 from svc.accounts.throttle import SignInThrottle
 from svc.errors import ApiError, Conflict, Forbidden, InvalidRequest, NotFound
+from svc.limits.shared import RedisBuckets
 from svc.meta.store import MetaStore
 from svc.settings import Settings
 from svc.timeutil import iso_ms
@@ -48,12 +49,16 @@ def _pseudonym(value: str) -> str:
 
 
 class AccountService:
-    def __init__(self, meta: MetaStore, settings: Settings) -> None:
+    def __init__(
+        self, meta: MetaStore, settings: Settings, shared_limits: RedisBuckets | None = None
+    ) -> None:
+        """``shared_limits``: the rate limits' Redis buckets, where the sign-in limits then
+        live too (shared by every process); None: this process's own."""
         self.meta = meta
         self.settings = settings
         passwords.configure(settings.password_hash_memory_kib, settings.password_hash_iterations)
         self.throttle = SignInThrottle(
-            settings.signin_limit_per_address, settings.signin_limit_per_account
+            settings.signin_limit_per_address, settings.signin_limit_per_account, shared_limits
         )
 
     @property
@@ -78,7 +83,7 @@ class AccountService:
             raise InvalidRequest("`password` is too long", field="password")
         if code_value is not None and not isinstance(code_value, str):
             raise InvalidRequest("`code` must be a string", field="code")
-        self.throttle.check(address, email)
+        await self.throttle.check(address, email)
         account = await asyncio.to_thread(store.find_account, self.meta, email)
         usable = account is not None and account.active and account.password_hash
         target = account.password_hash if usable and account is not None else None
@@ -91,7 +96,7 @@ class AccountService:
                 if not account.active
                 else "wrong_password"
             )
-            self._failed(address, email, reason, account)
+            await self._failed(address, email, reason, account)
             raise InvalidCredentials("the email or the password is wrong")
         if account.totp_secret is not None:
             if not code_value:
@@ -100,15 +105,15 @@ class AccountService:
                     "app, or a recovery code)"
                 )
             if not await asyncio.to_thread(self._second_factor, account, code_value):
-                self._failed(address, email, "wrong_code", account)
+                await self._failed(address, email, "wrong_code", account)
                 raise InvalidCredentials("the two-factor code is wrong")
         if passwords.needs_rehash(account.password_hash):
             new_hash = await asyncio.to_thread(passwords.hash_password, password_value)
             await asyncio.to_thread(store.set_password, self.meta, account.id, new_hash)
         return await asyncio.to_thread(self._new_session, account)
 
-    def _failed(self, address: str, email: str, reason: str, account: Account | None) -> None:
-        self.throttle.failed(address, email)
+    async def _failed(self, address: str, email: str, reason: str, account: Account | None) -> None:
+        await self.throttle.failed(address, email)
         log.warning(
             "sign-in failed: %s",
             reason,
@@ -212,14 +217,14 @@ class AccountService:
         value = password if password is not None else code
         if not isinstance(value, str) or not value or len(value) > passwords.MAX_LENGTH:
             raise InvalidRequest(f"`{field}` must be a non-empty string", field=field)
-        self.throttle.check(address, access.email)
+        await self.throttle.check(address, access.email)
         account = await asyncio.to_thread(store.get_account, self.meta, access.account_id)
         if field == "password":
             ok = await asyncio.to_thread(passwords.verify, account.password_hash, value)
         else:
             ok = account.totp_secret is not None and totp.verify(account.totp_secret, value)
         if not ok:
-            self._failed(address, access.email, f"wrong_{field}", account)
+            await self._failed(address, access.email, f"wrong_{field}", account)
             raise InvalidRequest(f"`{field}` is wrong", field=field)
         await asyncio.to_thread(store.disable_totp, self.meta, account.id)
 

@@ -29,7 +29,9 @@ def service_of(request: Request) -> AccountService:
     state = request.app.state
     found: AccountService | None = getattr(state, "accounts", None)
     if found is None:
-        found = AccountService(runtime_of(request).meta, state.settings)
+        limits = getattr(state, "limits", None)  # sign-in limits share the rate limits' Redis
+        shared = limits.remote if limits is not None else None
+        found = AccountService(runtime_of(request).meta, state.settings, shared)
         state.accounts = found
     return found
 
