@@ -12,11 +12,19 @@ import pytest
 
 from svc.errors import InvalidRequest
 from svc.mail import mail_enabled
-from svc.mail.alerts import check_option, compared_hours, last_complete_hour
+from svc.mail.alerts import (
+    DEFAULTS,
+    Alert,
+    check_option,
+    compared_hours,
+    last_complete_hour,
+    render,
+)
 from svc.mail.chart import bar_chart
 from svc.mail.periods import last_complete
 from svc.mail.report import change, shown
 from svc.mail.smtp import SmtpConfig, sender
+from svc.meta.store import Project
 from svc.settings import Settings
 
 
@@ -108,6 +116,16 @@ def test_alerts_compare_the_same_local_hour_across_daylight_saving() -> None:
     assert last_complete_hour(datetime(2026, 11, 3, 10, 45, tzinfo=UTC)) == datetime(
         2026, 11, 3, 9, 0, tzinfo=UTC
     )
+
+
+def test_an_alert_mail_gives_the_local_hour_and_the_days_averaged() -> None:
+    project = Project("p1", "Acme", "America/New_York", ("acme.test",), "free")
+    hour = datetime(2026, 3, 10, 7, 0, tzinfo=UTC)  # 03:00-04:00 EDT, two days after the change
+    alert = Alert(project, hour, "drop", 1, 20.0, dict(DEFAULTS), days=6)
+    subject, text, html = render(alert, "https://stats.example.org", "https://u.example/x")
+    assert subject == "Traffic drop on Acme: 1 visitors 2026-03-10 03:00–04:00 EDT (0.1× usual)"
+    assert "same hour of the 6 days before" in text and "from=2026-03-10" in text
+    assert "03:00–04:00 EDT" in html
 
 
 def test_chart_is_a_valid_png() -> None:

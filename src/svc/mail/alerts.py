@@ -106,6 +106,7 @@ class Alert:
     baseline: float
     rule: dict[str, float]
     causes: dict[str, list[Contribution]] = field(default_factory=dict)  # source, page, country
+    days: int = 0  # the days the baseline is the mean of (0: the rule's baselineDays)
 
 
 def compared_hours(hour: datetime, zone: str, days: int) -> list[datetime]:
@@ -160,7 +161,7 @@ def evaluate(store: EventStore, project: Project, hour: datetime) -> Alert | Non
         items = [c for c in items if sign * c.delta > 0]
         items.sort(key=lambda c: (-sign * c.delta, c.value))
         causes[by] = items[:TOP]
-    return Alert(project, hour, direction, visitors, baseline, rule, causes)
+    return Alert(project, hour, direction, visitors, baseline, rule, causes, days)
 
 
 def last_complete_hour(now: datetime, zone: str = "UTC") -> datetime:
@@ -260,7 +261,8 @@ def render(alert: Alert, base: str, unsubscribe_url: str) -> tuple[str, str, str
     )
     why = (
         f"{alert.visitors} visitors between {when}, against {alert.baseline:.1f} on average in "
-        f"the same hour of the {int(alert.rule['baselineDays'])} days before. The rule: "
+        f"the same hour of the {alert.days or int(alert.rule['baselineDays'])} days before. "
+        "The rule: "
         + (
             f"at least {alert.rule['spikeFactor']:g}× that and at least "
             f"{int(alert.rule['minVisitors'])} visitors."
