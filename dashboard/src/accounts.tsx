@@ -6,7 +6,8 @@
 import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { Api, ApiError } from "./api";
-import { Field, Modal } from "./ui";
+import { ErrorNote, SelectField, StatusNote, TextField } from "./fields";
+import { Modal } from "./ui";
 import type { Project } from "./types";
 
 export interface TeamRef {
@@ -133,29 +134,17 @@ export function ForgotPassword(): JSX.Element {
         );
       }}
     >
-      <Field label="Email of your account">
-        {(id) => (
-          <input
-            id={id}
-            type="email"
-            autocomplete="username"
-            required
-            value={email}
-            onInput={(e) => setEmail((e.target as HTMLInputElement).value)}
-          />
-        )}
-      </Field>
+      <TextField
+        label="Email of your account"
+        type="email"
+        autocomplete="username"
+        required
+        value={email}
+        onValue={setEmail}
+      />
       <button type="submit">Send a reset link</button>
-      {done && (
-        <p class="note" role="status">
-          {done}
-        </p>
-      )}
-      {error && (
-        <p class="note error" role="alert">
-          {error}
-        </p>
-      )}
+      <StatusNote text={done} />
+      <ErrorNote text={error} />
     </form>
   );
 }
@@ -194,28 +183,20 @@ export function ResetPage(props: { token: string; onDone: () => void }): JSX.Ele
             }}
           >
             <h2 class="sub-title">Choose a new password</h2>
-            <Field label="New password">
-              {(id) => (
-                <input
-                  id={id}
-                  type="password"
-                  autocomplete="new-password"
-                  minLength={10}
-                  maxLength={256}
-                  required
-                  value={password}
-                  onInput={(e) => setPassword((e.target as HTMLInputElement).value)}
-                />
-              )}
-            </Field>
+            <TextField
+              label="New password"
+              type="password"
+              autocomplete="new-password"
+              minLength={10}
+              maxLength={256}
+              required
+              value={password}
+              onValue={setPassword}
+            />
             <button class="primary" type="submit">
               Set the password
             </button>
-            {error && (
-              <p class="note error" role="alert">
-                {error}
-              </p>
-            )}
+            <ErrorNote text={error} />
           </form>
         )}
       </div>
@@ -260,62 +241,47 @@ export function PasswordSignIn(props: {
   return (
     <form class="signin-form" onSubmit={submit} data-testid="password-signin">
       {needCode ? (
+        // A fragment in both branches, as before: Preact keeps the first input's element.
         <>
-          <Field label="Authentication code">
-            {(id) => (
-              <input
-                id={id}
-                name="code"
-                autocomplete="one-time-code"
-                inputMode="text"
-                spellcheck={false}
-                required
-                value={code}
-                onInput={(e) => setCode((e.target as HTMLInputElement).value)}
-                aria-describedby="code-help"
-              />
-            )}
-          </Field>
-          <p id="code-help" class="help">
-            The 6 digits of your authenticator app, or one of your recovery codes.
-          </p>
+          <TextField
+            label="Authentication code"
+            name="code"
+            autocomplete="one-time-code"
+            inputMode="text"
+            spellcheck={false}
+            required
+            value={code}
+            onValue={setCode}
+            hint={{
+              id: "code-help",
+              text: "The 6 digits of your authenticator app, or one of your recovery codes.",
+            }}
+          />
         </>
       ) : (
         <>
-          <Field label="Email">
-            {(id) => (
-              <input
-                id={id}
-                name="email"
-                type="email"
-                autocomplete="username"
-                required
-                readOnly={!!props.email}
-                value={email}
-                onInput={(e) => setEmail((e.target as HTMLInputElement).value)}
-              />
-            )}
-          </Field>
-          <Field label="Password">
-            {(id) => (
-              <input
-                id={id}
-                name="password"
-                type="password"
-                autocomplete="current-password"
-                required
-                value={password}
-                onInput={(e) => setPassword((e.target as HTMLInputElement).value)}
-              />
-            )}
-          </Field>
+          <TextField
+            label="Email"
+            name="email"
+            type="email"
+            autocomplete="username"
+            required
+            readOnly={!!props.email}
+            value={email}
+            onValue={setEmail}
+          />
+          <TextField
+            label="Password"
+            name="password"
+            type="password"
+            autocomplete="current-password"
+            required
+            value={password}
+            onValue={setPassword}
+          />
         </>
       )}
-      {error && (
-        <p class="note error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorNote text={error} />
       <button class="primary" type="submit" disabled={busy}>
         {needCode ? "Verify" : "Continue"}
       </button>
@@ -402,46 +368,25 @@ export function InvitePage(props: {
             }}
           >
             <h2 class="sub-title">Create your account</h2>
-            <Field label="Your name">
-              {(id) => (
-                <input
-                  id={id}
-                  name="name"
-                  autocomplete="name"
-                  value={name}
-                  onInput={(e) => setName((e.target as HTMLInputElement).value)}
-                />
-              )}
-            </Field>
-            <Field label="Choose a password">
-              {(id) => (
-                <input
-                  id={id}
-                  name="new-password"
-                  type="password"
-                  autocomplete="new-password"
-                  minLength={10}
-                  maxLength={256}
-                  required
-                  value={password}
-                  aria-describedby="password-help"
-                  onInput={(e) => setPassword((e.target as HTMLInputElement).value)}
-                />
-              )}
-            </Field>
-            <p id="password-help" class="help">
-              10 to 256 characters.
-            </p>
+            <TextField label="Your name" name="name" autocomplete="name" value={name} onValue={setName} />
+            <TextField
+              label="Choose a password"
+              name="new-password"
+              type="password"
+              autocomplete="new-password"
+              minLength={10}
+              maxLength={256}
+              required
+              value={password}
+              onValue={setPassword}
+              hint={{ id: "password-help", text: "10 to 256 characters." }}
+            />
             <button class="primary" type="submit" disabled={busy}>
               Create the account
             </button>
           </form>
         )}
-        {error && (
-          <p class="note error" role="alert">
-            {error}
-          </p>
-        )}
+        <ErrorNote text={error} />
       </div>
     </main>
   );
@@ -535,31 +480,23 @@ export function AccountDialog(props: {
         <section aria-labelledby="pw-title">
           <h3 id="pw-title">Password</h3>
           <form class="inline-form" onSubmit={changePassword}>
-            <Field label="Current password">
-              {(id) => (
-                <input
-                  id={id}
-                  type="password"
-                  autocomplete="current-password"
-                  required
-                  value={current}
-                  onInput={(e) => setCurrent((e.target as HTMLInputElement).value)}
-                />
-              )}
-            </Field>
-            <Field label="New password">
-              {(id) => (
-                <input
-                  id={id}
-                  type="password"
-                  autocomplete="new-password"
-                  minLength={10}
-                  required
-                  value={next}
-                  onInput={(e) => setNext((e.target as HTMLInputElement).value)}
-                />
-              )}
-            </Field>
+            <TextField
+              label="Current password"
+              type="password"
+              autocomplete="current-password"
+              required
+              value={current}
+              onValue={setCurrent}
+            />
+            <TextField
+              label="New password"
+              type="password"
+              autocomplete="new-password"
+              minLength={10}
+              required
+              value={next}
+              onValue={setNext}
+            />
             <button type="submit">Change password</button>
           </form>
         </section>
@@ -605,18 +542,14 @@ export function AccountDialog(props: {
                 <code data-testid="totp-uri">{enrol.uri}</code>
               </p>
               <div class="inline-form">
-                <Field label="Code from the app">
-                  {(id) => (
-                    <input
-                      id={id}
-                      autocomplete="one-time-code"
-                      inputMode="numeric"
-                      required
-                      value={code}
-                      onInput={(e) => setCode((e.target as HTMLInputElement).value)}
-                    />
-                  )}
-                </Field>
+                <TextField
+                  label="Code from the app"
+                  autocomplete="one-time-code"
+                  inputMode="numeric"
+                  required
+                  value={code}
+                  onValue={setCode}
+                />
                 <button type="submit" class="primary">
                   Turn on
                 </button>
@@ -629,19 +562,15 @@ export function AccountDialog(props: {
                 On: signing in asks for a code. {me.recoveryCodesLeft} recovery codes left.
               </p>
               <div class="inline-form">
-                <Field label="Password or current code">
-                  {(id) => (
-                    <input
-                      id={id}
-                      type="password"
-                      autocomplete="current-password"
-                      required
-                      value={offPassword}
-                      aria-describedby="totp-off-help"
-                      onInput={(e) => setOffPassword((e.target as HTMLInputElement).value)}
-                    />
-                  )}
-                </Field>
+                <TextField
+                  label="Password or current code"
+                  type="password"
+                  autocomplete="current-password"
+                  required
+                  value={offPassword}
+                  aria-describedby="totp-off-help"
+                  onValue={setOffPassword}
+                />
                 <button type="submit" class="danger">
                   Turn off two-factor
                 </button>
@@ -665,16 +594,8 @@ export function AccountDialog(props: {
             </button>
           </div>
         </section>
-        {status && (
-          <p class="note" role="status">
-            {status}
-          </p>
-        )}
-        {error && (
-          <p class="note error" role="alert">
-            {error}
-          </p>
-        )}
+        <StatusNote text={status} />
+        <ErrorNote text={error} />
       </div>
     </Modal>
   );
@@ -687,17 +608,14 @@ function InviteLink(props: { link: string }): JSX.Element {
     <div class="invite-link">
       <p>Mail is off on this server: send this link yourself. It works once.</p>
       <div class="inline-form">
-        <Field class="grow" label="Invitation link">
-          {(id) => (
-            <input
-              id={id}
-              readOnly
-              value={props.link}
-              data-testid="invite-link"
-              onFocus={(e) => (e.target as HTMLInputElement).select()}
-            />
-          )}
-        </Field>
+        <TextField
+          class="grow"
+          label="Invitation link"
+          readOnly
+          value={props.link}
+          data-testid="invite-link"
+          onFocus={(e) => (e.target as HTMLInputElement).select()}
+        />
         <button
           type="button"
           onClick={() => {
@@ -741,30 +659,22 @@ function InviteForm(props: {
   return (
     <>
       <form class="inline-form" onSubmit={submit}>
-        <Field class="grow" label={props.label}>
-          {(id) => (
-            <input
-              id={id}
-              type="email"
-              autocomplete="off"
-              required
-              value={email}
-              onInput={(e) => setEmail((e.target as HTMLInputElement).value)}
-            />
-          )}
-        </Field>
+        <TextField
+          class="grow"
+          label={props.label}
+          type="email"
+          autocomplete="off"
+          required
+          value={email}
+          onValue={setEmail}
+        />
         {props.roles.length > 1 && (
-          <Field label="Role">
-            {(id) => (
-              <select id={id} value={role} onChange={(e) => setRole((e.target as HTMLSelectElement).value)}>
-                {props.roles.map((r) => (
-                  <option key={r} value={r}>
-                    {roleLabel(r)}
-                  </option>
-                ))}
-              </select>
-            )}
-          </Field>
+          <SelectField
+            label="Role"
+            value={role}
+            onValue={setRole}
+            options={props.roles.map((r) => ({ value: r, text: roleLabel(r) }))}
+          />
         )}
         <button type="submit" disabled={busy}>
           {props.roles.length > 1 ? "Invite" : "Invite as guest"}
@@ -773,11 +683,7 @@ function InviteForm(props: {
       {result &&
         (result.mailed ? <p role="status">Invitation mailed to {result.invitation.email}.</p> : null)}
       {result?.link && <InviteLink link={result.link} />}
-      {error && (
-        <p class="note error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorNote text={error} />
     </>
   );
 }
@@ -794,17 +700,7 @@ function RenameTeam(props: { team: TeamDetail; onRename: (name: string) => Promi
         void props.onRename(name.trim());
       }}
     >
-      <Field class="grow" label="Team name">
-        {(id) => (
-          <input
-            id={id}
-            required
-            maxLength={100}
-            value={name}
-            onInput={(e) => setName((e.target as HTMLInputElement).value)}
-          />
-        )}
-      </Field>
+      <TextField class="grow" label="Team name" required maxLength={100} value={name} onValue={setName} />
       <button type="submit" disabled={!name.trim() || name.trim() === props.team.name}>
         Rename
       </button>
@@ -834,17 +730,12 @@ function TransferProject(props: {
         if (target) void props.onMove(target);
       }}
     >
-      <Field label="Move to the team">
-        {(id) => (
-          <select id={id} value={target} onChange={(e) => setTarget((e.target as HTMLSelectElement).value)}>
-            {props.targets.map((t) => (
-              <option key={t.id} value={t.id}>
-                {t.name}
-              </option>
-            ))}
-          </select>
-        )}
-      </Field>
+      <SelectField
+        label="Move to the team"
+        value={target}
+        onValue={setTarget}
+        options={props.targets.map((t) => ({ value: t.id, text: t.name }))}
+      />
       <button type="submit" class="danger">
         Move {props.project.name}
       </button>
@@ -905,21 +796,12 @@ export function TeamDialog(props: {
     <Modal title="Team and access" onClose={props.onClose} wide>
       <div class="team" data-testid="team-dialog">
         {props.teams.length > 1 && (
-          <Field label="Team">
-            {(id) => (
-              <select
-                id={id}
-                value={teamId}
-                onChange={(e) => setTeamId((e.target as HTMLSelectElement).value)}
-              >
-                {props.teams.map((t) => (
-                  <option key={t.id} value={t.id}>
-                    {t.name}
-                  </option>
-                ))}
-              </select>
-            )}
-          </Field>
+          <SelectField
+            label="Team"
+            value={teamId}
+            onValue={setTeamId}
+            options={props.teams.map((t) => ({ value: t.id, text: t.name }))}
+          />
         )}
         {!teamId && <p>You are not a member of a team: you see the projects you are a guest of.</p>}
         {team && (
@@ -1102,16 +984,8 @@ export function TeamDialog(props: {
             />
           </section>
         )}
-        {status && (
-          <p class="note" role="status" data-testid="team-status">
-            {status}
-          </p>
-        )}
-        {error && (
-          <p class="note error" role="alert">
-            {error}
-          </p>
-        )}
+        <StatusNote text={status} testid="team-status" />
+        <ErrorNote text={error} />
       </div>
     </Modal>
   );
