@@ -20,8 +20,8 @@ from starlette.routing import Route
 from svc.accounts.access import Access
 from svc.accounts.service import AccountService
 from svc.auth import Principal
-from svc.errors import ApiError, Forbidden, InvalidRequest
-from svc.http.common import error_response, json_body, json_response, principal_of, runtime_of
+from svc.errors import Forbidden, InvalidRequest
+from svc.http.common import json_body, json_response, principal_of, runtime_of
 
 
 def service_of(request: Request) -> AccountService:
@@ -78,16 +78,13 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 def _run(status: int = 200) -> Callable[[Handler], Endpoint]:
-    """Decorator: answer the handler's result as JSON, and any ApiError as its JSON error."""
+    """Decorator: answer the handler's result as JSON (an ApiError it raises is answered
+    by the app's ``api_error`` handler, as from every route)."""
 
     def wrap(fn: Handler) -> Endpoint:
         @functools.wraps(fn)
         async def endpoint(request: Request) -> Response:
-            try:
-                result = await fn(request)
-            except ApiError as exc:
-                return error_response(exc)
-            return json_response(result, status)
+            return json_response(await fn(request), status)
 
         return endpoint
 

@@ -18,8 +18,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from svc.backup import catalog, remote, service
-from svc.errors import ApiError, Forbidden, InvalidRequest
-from svc.http.common import error_response, json_body, json_response, principal_of, runtime_of
+from svc.errors import Forbidden, InvalidRequest
+from svc.http.common import json_body, json_response, principal_of, runtime_of
 from svc.lake.places import PlaceError, is_s3
 
 PATH = "/internal/backup"
@@ -52,43 +52,37 @@ def _target(value: Any) -> Path | str:
 
 
 async def post_backup(request: Request) -> Response:
-    try:
-        await _admin(request)
-        body = await json_body(request)
-        unknown = sorted(set(body) - {"to", "keep", "full"})
-        if unknown:
-            raise InvalidRequest(f"unknown field `{unknown[0]}`", field=unknown[0])
-        to = _target(body.get("to"))
-        keep = body.get("keep")
-        if keep is not None and (
-            not isinstance(keep, int) or isinstance(keep, bool) or not 1 <= keep <= MAX_KEEP
-        ):
-            raise InvalidRequest(f"`keep` must be an integer from 1 to {MAX_KEEP}", field="keep")
-        full = body.get("full", False)
-        if not isinstance(full, bool):
-            raise InvalidRequest("`full` must be true or false", field="full")
-        manifest = await service.backup(runtime_of(request), to, keep=keep, full=full)
-    except ApiError as exc:
-        return error_response(exc)
+    await _admin(request)
+    body = await json_body(request)
+    unknown = sorted(set(body) - {"to", "keep", "full"})
+    if unknown:
+        raise InvalidRequest(f"unknown field `{unknown[0]}`", field=unknown[0])
+    to = _target(body.get("to"))
+    keep = body.get("keep")
+    if keep is not None and (
+        not isinstance(keep, int) or isinstance(keep, bool) or not 1 <= keep <= MAX_KEEP
+    ):
+        raise InvalidRequest(f"`keep` must be an integer from 1 to {MAX_KEEP}", field="keep")
+    full = body.get("full", False)
+    if not isinstance(full, bool):
+        raise InvalidRequest("`full` must be true or false", field="full")
+    manifest = await service.backup(runtime_of(request), to, keep=keep, full=full)
     return json_response(manifest, 201)
 
 
 async def list_backups(request: Request) -> Response:
-    try:
-        await _admin(request)
-        to = _target(request.query_params.get("to"))
-        if isinstance(to, str):
-            place = remote.place_of(to, runtime_of(request).settings)
-            try:
-                complete, incomplete = await asyncio.to_thread(remote.scan, place)
-            except PlaceError as exc:
-                raise InvalidRequest(f"`to`: {exc}", field="to") from exc
-        elif not to.is_absolute():
-            raise InvalidRequest("`to` must be an absolute directory path", field="to")
-        else:
-            complete, incomplete = await asyncio.to_thread(catalog.scan, to)
-    except ApiError as exc:
-        return error_response(exc)
+    await _admin(request)
+    to = _target(request.query_params.get("to"))
+    if isinstance(to, str):
+        place = remote.place_of(to, runtime_of(request).settings)
+        try:
+            complete, incomplete = await asyncio.to_thread(remote.scan, place)
+        except PlaceError as exc:
+            raise InvalidRequest(f"`to`: {exc}", field="to") from exc
+    elif not to.is_absolute():
+        raise InvalidRequest("`to` must be an absolute directory path", field="to")
+    else:
+        complete, incomplete = await asyncio.to_thread(catalog.scan, to)
     return json_response({"to": str(to), "backups": complete, "incomplete": incomplete})
 
 

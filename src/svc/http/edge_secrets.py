@@ -15,8 +15,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from svc.errors import ApiError, InvalidRequest
-from svc.http.common import error_response, json_body, json_response, principal_of
+from svc.errors import InvalidRequest
+from svc.http.common import json_body, json_response, principal_of
 from svc.meta import edge_secrets
 from svc.meta.store import MetaStore
 
@@ -41,52 +41,41 @@ def _now_known(request: Request) -> None:
 
 
 async def create_edge_secret(request: Request) -> Response:
-    try:
-        project_id = await _allowed(request)
-        body = await json_body(request)
-        unknown = sorted(set(body) - {"provider"})
-        if unknown:
-            raise InvalidRequest(
-                f"unknown field `{unknown[0]}`; allowed: provider", field=unknown[0]
-            )
-        provider = body.get("provider", "")
-        if provider not in edge_secrets.PROVIDERS:
-            raise InvalidRequest(
-                "`provider` must be one of " + ", ".join(p for p in edge_secrets.PROVIDERS if p),
-                field="provider",
-            )
+    project_id = await _allowed(request)
+    body = await json_body(request)
+    unknown = sorted(set(body) - {"provider"})
+    if unknown:
+        raise InvalidRequest(f"unknown field `{unknown[0]}`; allowed: provider", field=unknown[0])
+    provider = body.get("provider", "")
+    if provider not in edge_secrets.PROVIDERS:
+        raise InvalidRequest(
+            "`provider` must be one of " + ", ".join(p for p in edge_secrets.PROVIDERS if p),
+            field="provider",
+        )
 
-        def work() -> dict[str, Any]:
-            record = edge_secrets.create(_meta(request), project_id, provider)
-            _now_known(request)
-            return {**record.to_json(), "secret": record.secret}
+    def work() -> dict[str, Any]:
+        record = edge_secrets.create(_meta(request), project_id, provider)
+        _now_known(request)
+        return {**record.to_json(), "secret": record.secret}
 
-        created = await asyncio.to_thread(work)
-    except ApiError as exc:
-        return error_response(exc)
+    created = await asyncio.to_thread(work)
     return json_response(created, 201)
 
 
 async def list_edge_secrets(request: Request) -> Response:
-    try:
-        project_id = await _allowed(request)
-        records = await asyncio.to_thread(edge_secrets.list_for, _meta(request), project_id)
-    except ApiError as exc:
-        return error_response(exc)
+    project_id = await _allowed(request)
+    records = await asyncio.to_thread(edge_secrets.list_for, _meta(request), project_id)
     return json_response({"edgeSecrets": [r.to_json() for r in records]})
 
 
 async def revoke_edge_secret(request: Request) -> Response:
-    try:
-        project_id = await _allowed(request)
-        secret_id: str = request.path_params["secret_id"]
+    project_id = await _allowed(request)
+    secret_id: str = request.path_params["secret_id"]
 
-        def work() -> dict[str, Any]:
-            record = edge_secrets.revoke(_meta(request), project_id, secret_id)
-            _now_known(request)
-            return {"ok": True, "revoked": record.id}
+    def work() -> dict[str, Any]:
+        record = edge_secrets.revoke(_meta(request), project_id, secret_id)
+        _now_known(request)
+        return {"ok": True, "revoked": record.id}
 
-        revoked = await asyncio.to_thread(work)
-    except ApiError as exc:
-        return error_response(exc)
+    revoked = await asyncio.to_thread(work)
     return json_response(revoked)

@@ -21,8 +21,8 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from svc.errors import ApiError, Forbidden
-from svc.http.common import error_response, principal_of, runtime_of
+from svc.errors import Forbidden
+from svc.http.common import principal_of, runtime_of
 from svc.http.metrics import project_for_read, range_of
 from svc.queries.export import export_chunks, export_format
 from svc.storage.events import Read, ReadCancelled
@@ -32,17 +32,14 @@ log = logging.getLogger(__name__)
 
 async def get_export(request: Request) -> Response:
     runtime = runtime_of(request)
-    try:
-        principal = await principal_of(request)
-        if principal.kind == "share":
-            raise Forbidden("a share token reads metrics only; raw events need a secret key")
-        project = await project_for_read(request, principal)
-        params = request.query_params
-        fmt = params.get("format", "ndjson")
-        media_type = export_format(fmt)[1]
-        rng = range_of(request, project)
-    except ApiError as exc:
-        return error_response(exc)
+    principal = await principal_of(request)
+    if principal.kind == "share":
+        raise Forbidden("a share token reads metrics only; raw events need a secret key")
+    project = await project_for_read(request, principal)
+    params = request.query_params
+    fmt = params.get("format", "ndjson")
+    media_type = export_format(fmt)[1]
+    rng = range_of(request, project)
 
     store = runtime.store
 

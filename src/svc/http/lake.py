@@ -18,7 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from svc.errors import ApiError, Forbidden, InvalidRequest
-from svc.http.common import error_response, json_body, json_response, principal_of, runtime_of
+from svc.http.common import json_body, json_response, principal_of, runtime_of
 from svc.lake.places import PlaceError
 from svc.lake.schedule import Lake
 
@@ -45,34 +45,31 @@ def _day(value: Any) -> date:
 
 
 async def post_lake(request: Request) -> Response:
+    if not (await principal_of(request)).is_admin:
+        raise Forbidden("only the admin token may write the lake")
+    body = await json_body(request)
+    unknown = sorted(set(body) - {"day", "project"})
+    if unknown:
+        raise InvalidRequest(f"unknown field `{unknown[0]}`", field=unknown[0])
+    day = _day(body.get("day"))
+    project = body.get("project")
+    if project is not None and (not isinstance(project, str) or not project):
+        raise InvalidRequest("`project` must be a project's id", field="project")
+    lake: Lake | None = request.app.state.operations.lake
+    if lake is None:
+        raise LakeNotConfigured("the lake is off: set SVC_LAKE_URL (docs/operations.md)")
+    runtime = runtime_of(request)
+    if project is not None:
+        meta_project = await asyncio.to_thread(runtime.meta.find_project, project)
+        if meta_project is None:
+            raise InvalidRequest(f"`project`: no project {project}", field="project")
+    through = runtime.loaded_through_ms()  # on the event loop, where it changes
     try:
-        if not (await principal_of(request)).is_admin:
-            raise Forbidden("only the admin token may write the lake")
-        body = await json_body(request)
-        unknown = sorted(set(body) - {"day", "project"})
-        if unknown:
-            raise InvalidRequest(f"unknown field `{unknown[0]}`", field=unknown[0])
-        day = _day(body.get("day"))
-        project = body.get("project")
-        if project is not None and (not isinstance(project, str) or not project):
-            raise InvalidRequest("`project` must be a project's id", field="project")
-        lake: Lake | None = request.app.state.operations.lake
-        if lake is None:
-            raise LakeNotConfigured("the lake is off: set SVC_LAKE_URL (docs/operations.md)")
-        runtime = runtime_of(request)
-        if project is not None:
-            meta_project = await asyncio.to_thread(runtime.meta.find_project, project)
-            if meta_project is None:
-                raise InvalidRequest(f"`project`: no project {project}", field="project")
-        through = runtime.loaded_through_ms()  # on the event loop, where it changes
-        try:
-            written = await asyncio.to_thread(lake.write_days, day, project, through)
-        except PlaceError as exc:
-            raise ApiError(
-                f"the lake refused the write: {exc}", status=503, code="lake_unavailable"
-            ) from exc
-    except ApiError as exc:
-        return error_response(exc)
+        written = await asyncio.to_thread(lake.write_days, day, project, through)
+    except PlaceError as exc:
+        raise ApiError(
+            f"the lake refused the write: {exc}", status=503, code="lake_unavailable"
+        ) from exc
     return json_response({"day": day.isoformat(), "url": lake.place.url, "written": written})
 
 

@@ -23,8 +23,8 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from svc.auth import Principal
-from svc.errors import ApiError, Forbidden, InvalidRequest, NotFound
-from svc.http.common import error_response, json_body, json_response, principal_of, runtime_of
+from svc.errors import Forbidden, InvalidRequest, NotFound
+from svc.http.common import json_body, json_response, principal_of, runtime_of
 from svc.mail import mail_enabled, outbox, subscriptions
 from svc.mail.subscriptions import Subscription
 from svc.meta.store import MetaStore
@@ -41,18 +41,15 @@ def _own_email(principal: Principal, project_id: str) -> str | None:
 
 async def list_subscriptions(request: Request) -> Response:
     project_id = request.path_params["project_id"]
-    try:
-        principal = await principal_of(request)
-        own = _own_email(principal, project_id)
-        # keys and the admin token: edit; an account: read, and a reader sees its own only
-        principal.require("edit" if principal.access is None else "read", project_id)
-        meta = runtime_of(request).meta
-        await asyncio.to_thread(meta.get_project, project_id)
-        subs = await asyncio.to_thread(subscriptions.list_subscriptions, meta, project_id)
-        if own is not None:
-            subs = [s for s in subs if s.email == own]
-    except ApiError as exc:
-        return error_response(exc)
+    principal = await principal_of(request)
+    own = _own_email(principal, project_id)
+    # keys and the admin token: edit; an account: read, and a reader sees its own only
+    principal.require("edit" if principal.access is None else "read", project_id)
+    meta = runtime_of(request).meta
+    await asyncio.to_thread(meta.get_project, project_id)
+    subs = await asyncio.to_thread(subscriptions.list_subscriptions, meta, project_id)
+    if own is not None:
+        subs = [s for s in subs if s.email == own]
     return json_response(
         {
             "subscriptions": [s.to_json() for s in subs],
@@ -63,44 +60,38 @@ async def list_subscriptions(request: Request) -> Response:
 
 async def create_subscription(request: Request) -> Response:
     project_id = request.path_params["project_id"]
-    try:
-        principal = await principal_of(request)
-        body = await json_body(request)
-        own = _own_email(principal, project_id)
-        asked = body.get("email")
-        mine = own is not None and isinstance(asked, str) and asked.strip().lower() == own
-        principal.require("read" if mine else "edit", project_id)  # members choose their own
-        unknown = sorted(set(body) - {"email", "kind"})
-        if unknown:
-            raise InvalidRequest(f"unknown field {unknown[0]!r}", field=unknown[0])
-        email = subscriptions.check_email(body.get("email"))
-        kind = subscriptions.check_kind(body.get("kind"))
-        runtime = runtime_of(request)
-        sub, created = await asyncio.to_thread(
-            subscriptions.subscribe, runtime.meta, project_id, email, kind
-        )
-        if created:
-            runtime.mail.reschedule()
-    except ApiError as exc:
-        return error_response(exc)
+    principal = await principal_of(request)
+    body = await json_body(request)
+    own = _own_email(principal, project_id)
+    asked = body.get("email")
+    mine = own is not None and isinstance(asked, str) and asked.strip().lower() == own
+    principal.require("read" if mine else "edit", project_id)  # members choose their own
+    unknown = sorted(set(body) - {"email", "kind"})
+    if unknown:
+        raise InvalidRequest(f"unknown field {unknown[0]!r}", field=unknown[0])
+    email = subscriptions.check_email(body.get("email"))
+    kind = subscriptions.check_kind(body.get("kind"))
+    runtime = runtime_of(request)
+    sub, created = await asyncio.to_thread(
+        subscriptions.subscribe, runtime.meta, project_id, email, kind
+    )
+    if created:
+        runtime.mail.reschedule()
     return json_response(sub.to_json(), 201 if created else 200)
 
 
 async def delete_subscription(request: Request) -> Response:
     project_id = request.path_params["project_id"]
     subscription_id = request.path_params["subscription_id"]
-    try:
-        principal = await principal_of(request)
-        meta = runtime_of(request).meta
-        own = _own_email(principal, project_id)
-        mine = False
-        if own is not None:  # a reader may remove its own subscription
-            found = await asyncio.to_thread(subscriptions.find, meta, project_id, subscription_id)
-            mine = found is not None and found.email == own
-        principal.require("read" if mine else "edit", project_id)
-        sub = await asyncio.to_thread(subscriptions.remove, meta, project_id, subscription_id)
-    except ApiError as exc:
-        return error_response(exc)
+    principal = await principal_of(request)
+    meta = runtime_of(request).meta
+    own = _own_email(principal, project_id)
+    mine = False
+    if own is not None:  # a reader may remove its own subscription
+        found = await asyncio.to_thread(subscriptions.find, meta, project_id, subscription_id)
+        mine = found is not None and found.email == own
+    principal.require("read" if mine else "edit", project_id)
+    sub = await asyncio.to_thread(subscriptions.remove, meta, project_id, subscription_id)
     return json_response(sub.to_json())
 
 
@@ -167,14 +158,11 @@ async def unsubscribe(request: Request) -> Response:
 
 
 async def mail_state(request: Request) -> Response:
-    try:
-        principal = await principal_of(request)
-        if not principal.is_admin:
-            raise Forbidden("only the admin token may do this")
-        runtime = runtime_of(request)
-        counts = await asyncio.to_thread(outbox.counts, runtime.meta.engine)
-    except ApiError as exc:
-        return error_response(exc)
+    principal = await principal_of(request)
+    if not principal.is_admin:
+        raise Forbidden("only the admin token may do this")
+    runtime = runtime_of(request)
+    counts = await asyncio.to_thread(outbox.counts, runtime.meta.engine)
     worker = runtime.mail.worker
     return json_response(
         {

@@ -16,8 +16,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from svc.auth import Principal
-from svc.errors import ApiError, InvalidRequest
-from svc.http.common import error_response, json_response, principal_of, runtime_of
+from svc.errors import InvalidRequest
+from svc.http.common import json_response, principal_of, runtime_of
 from svc.meta.store import Project
 from svc.queries import (
     breakdown,
@@ -176,8 +176,6 @@ async def _read(
             rng = range_of(request, project)
             kind = query.__name__.lstrip("_")  # _metrics: metrics
             headers.update(notice.annotate(body, kind, filtered, rng, raw_from))
-    except ApiError as exc:
-        return error_response(exc)
     except ReadCancelled:  # nobody to answer: the client went away (499, as nginx logs it)
         return Response(status_code=499)
     body.setdefault("projectId", project.id)

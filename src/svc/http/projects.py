@@ -17,8 +17,8 @@ from starlette.responses import Response
 
 from svc.accounts import teams as account_teams
 from svc.auth import Principal
-from svc.errors import ApiError, Forbidden, InvalidRequest
-from svc.http.common import error_response, json_body, json_response, principal_of
+from svc.errors import Forbidden, InvalidRequest
+from svc.http.common import json_body, json_response, principal_of
 from svc.ingestion.pipeline import (
     MAX_EXCLUDED_PATHS,
     MAX_GLOB_WILDCARDS,
@@ -59,157 +59,130 @@ async def _manager(request: Request, project_id: str | None = None) -> Principal
 
 
 async def create_project(request: Request) -> Response:
-    try:
-        principal = await principal_of(request)
-        if not principal.is_account:
-            await _manager(request)  # the admin token only
-        body = await json_body(request)
-        team_id = _team_for_new_project(principal, body.get("teamId"))
-        if team_id is not None:
-            await asyncio.to_thread(account_teams.get_team, _service(request).meta, team_id)
-        name = body.get("name")
-        if not isinstance(name, str) or not NAME.match(name):
-            raise InvalidRequest(
-                "`name` is required: 1-40 characters of a-z, 0-9 and -, starting with a letter "
-                "or digit",
-                field="name",
-            )
-        timezone = _timezone(body.get("timezone", "UTC"))
-        domains = _domains(body.get("domains", []))
-        _reject_unknown(body, {"name", "timezone", "domains", "teamId"})
-        record = await asyncio.to_thread(_service(request).create, name, timezone, domains)
-        if team_id is not None:
-            meta = _service(request).meta
-            await asyncio.to_thread(account_teams.assign_project, meta, record["id"], team_id)
-            record["teamId"] = team_id
-    except ApiError as exc:
-        return error_response(exc)
+    principal = await principal_of(request)
+    if not principal.is_account:
+        await _manager(request)  # the admin token only
+    body = await json_body(request)
+    team_id = _team_for_new_project(principal, body.get("teamId"))
+    if team_id is not None:
+        await asyncio.to_thread(account_teams.get_team, _service(request).meta, team_id)
+    name = body.get("name")
+    if not isinstance(name, str) or not NAME.match(name):
+        raise InvalidRequest(
+            "`name` is required: 1-40 characters of a-z, 0-9 and -, starting with a letter "
+            "or digit",
+            field="name",
+        )
+    timezone = _timezone(body.get("timezone", "UTC"))
+    domains = _domains(body.get("domains", []))
+    _reject_unknown(body, {"name", "timezone", "domains", "teamId"})
+    record = await asyncio.to_thread(_service(request).create, name, timezone, domains)
+    if team_id is not None:
+        meta = _service(request).meta
+        await asyncio.to_thread(account_teams.assign_project, meta, record["id"], team_id)
+        record["teamId"] = team_id
     return json_response(record, 201, {"Location": f"/projects/{record['id']}"})
 
 
 async def list_projects(request: Request) -> Response:
-    try:
-        principal = await principal_of(request)
-        if principal.is_admin:
-            projects = await asyncio.to_thread(_service(request).list_all)
-        elif principal.access is not None:  # an account: the projects its roles reach
-            roles = principal.access.project_roles
-            projects = [
-                {**p, "role": roles[p["id"]]}
-                for p in await asyncio.to_thread(_service(request).list_all)
-                if p["id"] in roles
-            ]
-        else:
-            if principal.project is None:
-                raise Forbidden("this credential may not list projects")
-            principal.require("manage", principal.project.id)
-            projects = [await asyncio.to_thread(_service(request).summary, principal.project.id)]
-    except ApiError as exc:
-        return error_response(exc)
+    principal = await principal_of(request)
+    if principal.is_admin:
+        projects = await asyncio.to_thread(_service(request).list_all)
+    elif principal.access is not None:  # an account: the projects its roles reach
+        roles = principal.access.project_roles
+        projects = [
+            {**p, "role": roles[p["id"]]}
+            for p in await asyncio.to_thread(_service(request).list_all)
+            if p["id"] in roles
+        ]
+    else:
+        if principal.project is None:
+            raise Forbidden("this credential may not list projects")
+        principal.require("manage", principal.project.id)
+        projects = [await asyncio.to_thread(_service(request).summary, principal.project.id)]
     return json_response({"projects": projects})
 
 
 async def get_project(request: Request) -> Response:
     project_id = request.path_params["project_id"]
-    try:
-        await _manager(request, project_id)
-        record = await asyncio.to_thread(_service(request).detail, project_id)
-    except ApiError as exc:
-        return error_response(exc)
+    await _manager(request, project_id)
+    record = await asyncio.to_thread(_service(request).detail, project_id)
     return json_response(record)
 
 
 async def update_project(request: Request) -> Response:
     project_id = request.path_params["project_id"]
-    try:
-        principal = await _manager(request, project_id)
-        body = await json_body(request)
-        _reject_unknown(body, {"timezone", "domains", "options", "plan"})
-        changes: dict[str, Any] = {}
-        if "timezone" in body:
-            changes["timezone"] = _timezone(body["timezone"])
-        if "domains" in body:
-            changes["domains"] = _domains(body["domains"])
-        if "options" in body:
-            changes["options"] = _options(body["options"])
-            current = principal.project
-            if principal.is_account:
-                current = await asyncio.to_thread(_service(request).meta.get_project, project_id)
-            guard_quota_option(principal.is_admin, current, changes["options"])
-        if "plan" in body:
-            if not principal.is_admin:
-                raise Forbidden("only the admin token may change a project's plan")
-            changes["plan"] = request.app.state.limits.plans.check_name(body["plan"])
-        if "options" in changes:  # a project's retention is the admin's (svc.retention)
-            from svc.retention.policy import guard_options
+    principal = await _manager(request, project_id)
+    body = await json_body(request)
+    _reject_unknown(body, {"timezone", "domains", "options", "plan"})
+    changes: dict[str, Any] = {}
+    if "timezone" in body:
+        changes["timezone"] = _timezone(body["timezone"])
+    if "domains" in body:
+        changes["domains"] = _domains(body["domains"])
+    if "options" in body:
+        changes["options"] = _options(body["options"])
+        current = principal.project
+        if principal.is_account:
+            current = await asyncio.to_thread(_service(request).meta.get_project, project_id)
+        guard_quota_option(principal.is_admin, current, changes["options"])
+    if "plan" in body:
+        if not principal.is_admin:
+            raise Forbidden("only the admin token may change a project's plan")
+        changes["plan"] = request.app.state.limits.plans.check_name(body["plan"])
+    if "options" in changes:  # a project's retention is the admin's (svc.retention)
+        from svc.retention.policy import guard_options
 
-            guard_options(principal.is_admin, current, changes["options"])
-        if not changes:
-            raise InvalidRequest(
-                "nothing to change: send timezone, domains, options or plan", field="body"
-            )
-        record = await asyncio.to_thread(_service(request).update, project_id, changes)
-    except ApiError as exc:
-        return error_response(exc)
+        guard_options(principal.is_admin, current, changes["options"])
+    if not changes:
+        raise InvalidRequest(
+            "nothing to change: send timezone, domains, options or plan", field="body"
+        )
+    record = await asyncio.to_thread(_service(request).update, project_id, changes)
     return json_response(record)
 
 
 async def delete_project(request: Request) -> Response:
     project_id = request.path_params["project_id"]
-    try:
-        principal = await principal_of(request)
-        if principal.is_account:
-            principal.require("owner", project_id)  # an owner of the project's team
-        else:
-            await _manager(request)
-        await _service(request).delete(project_id)
-    except ApiError as exc:
-        return error_response(exc)
+    principal = await principal_of(request)
+    if principal.is_account:
+        principal.require("owner", project_id)  # an owner of the project's team
+    else:
+        await _manager(request)
+    await _service(request).delete(project_id)
     return json_response({"ok": True, "deleted": project_id})
 
 
 async def list_keys(request: Request) -> Response:
     project_id = request.path_params["project_id"]
-    try:
-        await _manager(request, project_id)
-        keys = await asyncio.to_thread(_service(request).keys, project_id)
-    except ApiError as exc:
-        return error_response(exc)
+    await _manager(request, project_id)
+    keys = await asyncio.to_thread(_service(request).keys, project_id)
     return json_response({"keys": keys})
 
 
 async def create_key(request: Request) -> Response:
     project_id = request.path_params["project_id"]
-    try:
-        await _manager(request, project_id)
-        body = await json_body(request)
-        _reject_unknown(body, {"kind"})
-        kind = body.get("kind", "public")
-        if kind not in KEY_KINDS:
-            raise InvalidRequest("`kind` must be public, secret or share", field="kind")
-        record = await asyncio.to_thread(_service(request).create_key, project_id, kind)
-    except ApiError as exc:
-        return error_response(exc)
+    await _manager(request, project_id)
+    body = await json_body(request)
+    _reject_unknown(body, {"kind"})
+    kind = body.get("kind", "public")
+    if kind not in KEY_KINDS:
+        raise InvalidRequest("`kind` must be public, secret or share", field="kind")
+    record = await asyncio.to_thread(_service(request).create_key, project_id, kind)
     return json_response(record, 201)
 
 
 async def revoke_key(request: Request) -> Response:
     project_id, key_id = request.path_params["project_id"], request.path_params["key_id"]
-    try:
-        await _manager(request, project_id)
-        record = await asyncio.to_thread(_service(request).revoke_key, project_id, key_id)
-    except ApiError as exc:
-        return error_response(exc)
+    await _manager(request, project_id)
+    record = await asyncio.to_thread(_service(request).revoke_key, project_id, key_id)
     return json_response(record)
 
 
 async def rotate_key(request: Request) -> Response:
     project_id, key_id = request.path_params["project_id"], request.path_params["key_id"]
-    try:
-        await _manager(request, project_id)
-        record = await asyncio.to_thread(_service(request).rotate_key, project_id, key_id)
-    except ApiError as exc:
-        return error_response(exc)
+    await _manager(request, project_id)
+    record = await asyncio.to_thread(_service(request).rotate_key, project_id, key_id)
     return json_response(record, 201)
 
 
