@@ -147,6 +147,8 @@ class EdgeVisitor:
     address: str
     geo: Geo | None  # None: no country from the edge (the origin locates the address)
     scope: frozenset[str] | None = None  # the projects its secret may sign for; None: all
+    signature: bytes = b""  # the request's verified signature (what a replay repeats)
+    ts: int = 0  # its signed time, Unix seconds
 
 
 class ReplayGuard:
@@ -408,9 +410,12 @@ def verify(
         geo = geo_from_headers(
             {"cf-ipcountry": fields[1], "cf-region-code": fields[2], "cf-ipcity": fields[3]}
         )
-    if any(scope is None for scope in scopes):
-        return EdgeVisitor(address, geo)
-    return EdgeVisitor(address, geo, frozenset().union(*(s for s in scopes if s is not None)))
+    allowed = (
+        None
+        if any(scope is None for scope in scopes)
+        else frozenset().union(*(s for s in scopes if s is not None))
+    )
+    return EdgeVisitor(address, geo, allowed, bytes.fromhex(signature), int(ts))
 
 
 class EdgeAuth:
@@ -436,8 +441,7 @@ class EdgeAuth:
         #: Verified requests whose signature had been served before: answered 409.
         self.replayed = 0
         self.replays = ReplayGuard()
-        self._last_warning = float("-inf")
-        self._last_replay_warning = float("-inf")
+        self._warned_at: dict[str, float] = {}  # per kind of warning: when, monotonic
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
@@ -451,6 +455,13 @@ class EdgeAuth:
                 await error_response(refusal)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+    def _warn(self, kind: str, message: str, *args: object) -> None:
+        """Log ``message`` at most once a minute for each ``kind``."""
+        now = time.monotonic()
+        if now - self._warned_at.get(kind, float("-inf")) > 60:
+            self._warned_at[kind] = now
+            log.warning(message, *args)
 
     async def _check(
         self, scope: Scope, receive: Receive
@@ -501,32 +512,26 @@ class EdgeAuth:
                     visitor = None
         if visitor is None:
             self.refused += 1
-            now = time.monotonic()
-            if now - self._last_warning > 60:
-                self._last_warning = now
-                log.warning(
-                    "POST /analytics with edge headers that do not verify (unknown secret, bad "
-                    "signature, clock off by more than %d s, a body over the limit, or a key "
-                    "of a project the secret may not sign for): the headers are ignored (%d so "
-                    "far, %d of them out of the secret's scope)",
-                    WINDOW_SECONDS,
-                    self.refused,
-                    self.out_of_scope,
-                )
+            self._warn(
+                "refused",
+                "POST /analytics with edge headers that do not verify (unknown secret, bad "
+                "signature, clock off by more than %d s, a body over the limit, or a key "
+                "of a project the secret may not sign for): the headers are ignored (%d so "
+                "far, %d of them out of the secret's scope)",
+                WINDOW_SECONDS,
+                self.refused,
+                self.out_of_scope,
+            )
             return scope, replay, None
-        signature = _header(scope, _SIGNATURE).partition("=")[2]
-        ts = int(_header(scope, b"x-svc-edge-ts"))
-        if not self.replays.first(bytes.fromhex(signature), ts + WINDOW_SECONDS):
+        if not self.replays.first(visitor.signature, visitor.ts + WINDOW_SECONDS):
             self.replayed += 1
-            now = time.monotonic()
-            if now - self._last_replay_warning > 60:
-                self._last_replay_warning = now
-                log.warning(
-                    "POST /analytics with a signed edge request received before (a replay "
-                    "within the %d s window): answered 409, nothing stored (%d so far)",
-                    WINDOW_SECONDS,
-                    self.replayed,
-                )
+            self._warn(
+                "replayed",
+                "POST /analytics with a signed edge request received before (a replay "
+                "within the %d s window): answered 409, nothing stored (%d so far)",
+                WINDOW_SECONDS,
+                self.replayed,
+            )
             conflict = Conflict(
                 "this request, signed by an edge, was received before: a signed request is "
                 f"served once (a replay within its {WINDOW_SECONDS} s window); nothing was "
