@@ -45,6 +45,35 @@ export function withRange(base: Params, from: string, to: string): Params {
   return base.map(([k, v]) => [k, k === "from" ? from : k === "to" ? to : v] as [string, string]);
 }
 
+/** The labels under a time chart: every ``every``-th point's, the first and the last aligned
+ * with the chart's ends so they stay inside it. */
+export function TimeAxisLabels(props: {
+  times: string[];
+  every: number;
+  x: (i: number) => number;
+  y: number;
+  label: (time: string) => string;
+}): JSX.Element {
+  const n = props.times.length;
+  return (
+    <>
+      {props.times.map((time, i) =>
+        i % props.every === 0 ? (
+          <text
+            key={time}
+            class="axis"
+            x={props.x(i)}
+            y={props.y}
+            text-anchor={n > 1 && i === 0 ? "start" : n > 1 && i === n - 1 ? "end" : "middle"}
+          >
+            {props.label(time)}
+          </text>
+        ) : null,
+      )}
+    </>
+  );
+}
+
 export function Chart(): JSX.Element | null {
   const { base, interval, view, metrics, range, project } = useQuery();
   const ts = useData<TimeseriesAnswer>("/metrics/timeseries", [...base, ["interval", interval]]);
@@ -208,19 +237,13 @@ export function Chart(): JSX.Element | null {
                   </text>
                 </g>
               ))}
-              {points.map((p, i) =>
-                i % every === 0 ? (
-                  <text
-                    key={p.time}
-                    class="axis"
-                    x={x(i)}
-                    y={height - 8}
-                    text-anchor={n > 1 && i === 0 ? "start" : n > 1 && i === n - 1 ? "end" : "middle"}
-                  >
-                    {axisLabel(p.time)}
-                  </text>
-                ) : null,
-              )}
+              <TimeAxisLabels
+                times={points.map((p) => p.time)}
+                every={every}
+                x={x}
+                y={height - 8}
+                label={axisLabel}
+              />
               {prevPoints.length > 0 && <path class="line compare" d={line(prevValues)} />}
               {area && <path class="area" d={area} />}
               <path class="line" d={main} />

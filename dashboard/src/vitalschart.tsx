@@ -4,6 +4,7 @@
 
 import type { JSX } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
+import { TimeAxisLabels } from "./chart";
 import { timeLabel } from "./dates";
 import { num } from "./format";
 import { Tabs } from "./ui";
@@ -166,19 +167,13 @@ export function VitalsChart(props: {
           <text class="axis" x={left - 6} y={y(0) + 4} text-anchor="end">
             0
           </text>
-          {points.map((p, i) =>
-            i % every === 0 ? (
-              <text
-                key={p.time}
-                class="axis"
-                x={x(i)}
-                y={height - 8}
-                text-anchor={n > 1 && i === 0 ? "start" : n > 1 && i === n - 1 ? "end" : "middle"}
-              >
-                {timeLabel(p.time, interval, false)}
-              </text>
-            ) : null,
-          )}
+          <TimeAxisLabels
+            times={points.map((p) => p.time)}
+            every={every}
+            x={x}
+            y={height - 8}
+            label={(time) => timeLabel(time, interval, false)}
+          />
           {prevLine && (
             <path
               class="line compare"
