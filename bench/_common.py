@@ -46,6 +46,19 @@ def rss_bytes(pid: int) -> int:
         return 0
 
 
+#: A desktop Chrome's User-Agent, for load that ingestion must not take for a bot.
+BROWSER_UA = (
+    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
+    "Chrome/126.0.0.0 Safari/537.36"
+)
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` (0 <= q <= 1), nearest rank below; 0.0 for none."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))] if ordered else 0.0
+
+
 def peak_rss_bytes(pid: int) -> int:
     """The most resident memory a process has had so far (VmHWM), 0 when unknown."""
     try:

@@ -57,17 +57,12 @@ from tests.edge.support import (
 )
 from tests.support import Server
 
-UA = (
-    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
-    "Chrome/126.0.0.0 Safari/537.36"
-)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import BROWSER_UA, percentile
+
 VALID = json.dumps({"event": "page_view", "url": "https://acme.test/pricing"}).encode()
 INVALID = json.dumps({"event": "", "url": "https://acme.test/pricing"}).encode()
-
-
-def pct(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * p))]
 
 
 def timing(header: str, name: str) -> float | None:
@@ -101,7 +96,7 @@ def summary(values: list[float]) -> dict[str, float]:
         return {}
     return {
         "p50": round(statistics.median(values), 3),
-        "p99": round(pct(values, 0.99), 3),
+        "p99": round(percentile(values, 0.99), 3),
         "mean": round(statistics.fmean(values), 3),
     }
 
@@ -118,7 +113,7 @@ def added(through: list[float], direct: list[float]) -> dict[str, float]:
     """What going through the edge adds, per percentile (p50 and p99 of each, subtracted)."""
     return {
         "p50": round(statistics.median(through) - statistics.median(direct), 3),
-        "p99": round(pct(through, 0.99) - pct(direct, 0.99), 3),
+        "p99": round(percentile(through, 0.99) - percentile(direct, 0.99), 3),
     }
 
 
@@ -241,7 +236,7 @@ def main() -> int:
         base = {
             "authorization": f"Bearer {key}",
             "content-type": "application/json",
-            "user-agent": UA,
+            "user-agent": BROWSER_UA,
         }
         with httpx.Client(timeout=30) as client:
             direct, _ = run(client, origin.url + "/analytics", VALID, base, args.warmup, 200)

@@ -31,13 +31,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import SvcServer, http
+from _common import BROWSER_UA, SvcServer, http, percentile
 
 METRICS_TOKEN = "rollup-bench-metrics-token-0123456789"
-BROWSER_UA = (
-    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
-    "Chrome/124.0 Safari/537.36"
-)
 
 
 def metric(server: SvcServer, name: str) -> float:
@@ -50,11 +46,6 @@ def metric(server: SvcServer, name: str) -> float:
             if line.startswith(name + " "):
                 return float(line.split()[1])
     return 0.0
-
-
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * q))] if ordered else 0.0
 
 
 class Load:
