@@ -558,7 +558,8 @@ def test_phone_layout_and_screenshots(
         p.wait_for_selector("[data-panel=locations] .map svg path.c5")
         p.wait_for_selector("[data-panel=funnel] .funnel li")
         p.wait_for_selector("[data-panel=errors] .figure")
-        p.wait_for_function("document.querySelectorAll('.skeleton').length === 0")
+        # no skeleton left; a selector wait, as a polled expression is eval under the CSP
+        p.locator(".skeleton").first.wait_for(state="detached")
         p.evaluate("document.activeElement && document.activeElement.blur()")
 
     sign_in(page, dashboard_url, seeded.secret, query)
