@@ -81,14 +81,15 @@ def test_the_days_of_the_session_rows_in_utc_and_in_another_zone() -> None:
     assert (p.params["start"], p.params["end"]) == (datetime(2026, 1, 10), datetime(2026, 1, 21))
     assert (p.params["day0"], p.params["day1"]) == (date(2026, 1, 9), date(2026, 1, 21))
     assert (p.params["start_day"], p.params["end_day0"]) == (date(2026, 1, 10), date(2026, 1, 20))
-    assert p.rollup_span == (date(2026, 1, 11), date(2026, 1, 19))
+    # a range from a UTC midnight: its first day too (unless a long session crosses it)
+    assert p.rollup_span == (date(2026, 1, 10), date(2026, 1, 19))
     # Tokyo: 10 January starts at 15:00 UTC on the 9th
     tokyo = planned(rng=DateRange(date(2026, 1, 10), date(2026, 1, 10), "Asia/Tokyo"))
     assert tokyo.params["start"] == datetime(2026, 1, 9, 15)
     assert (tokyo.params["day0"], tokyo.params["day1"]) == (date(2026, 1, 8), date(2026, 1, 10))
     assert tokyo.rollup_span is None
     four = planned(rng=DateRange(date(2026, 1, 10), date(2026, 1, 13), "UTC"))
-    assert four.rollup_span == (date(2026, 1, 11), date(2026, 1, 12))
+    assert four.rollup_span == (date(2026, 1, 10), date(2026, 1, 12))
 
 
 def test_a_plan_does_not_change() -> None:
@@ -185,7 +186,7 @@ def test_what_the_runner_reads_first(
 
 def test_no_rolled_days_no_long_sessions_for_them() -> None:
     """A range too short for a rolled day reads no long sessions for the rollups."""
-    short = planned(rng=DateRange(date(2026, 1, 10), date(2026, 1, 11), "UTC"))
+    short = planned(rng=DateRange(date(2026, 1, 10), date(2026, 1, 10), "UTC"))
     assert reads(short, Needs(rollups=True)) == Reads(rolled="rollups")
 
 

@@ -142,11 +142,12 @@ def test_days_before_the_raw_events_are_the_rollups_whole_utc_days() -> None:
         date(2026, 5, 1),
         date(2026, 5, 31),
     )
-    # no horizon, or inside it: as before
+    # no horizon, or inside it: as before (a UTC range: from its first day to the day before
+    # its last)
     within = plan(
         Query("p", DateRange(date(2026, 9, 1), date(2026, 9, 30), "UTC"), raw_from=raw_from)
     )
-    assert within.rollup_span == (date(2026, 9, 2), date(2026, 9, 29))
+    assert within.rollup_span == (date(2026, 9, 1), date(2026, 9, 29))
 
 
 def test_the_note_says_what_the_days_before_hold_in_each_report() -> None:

@@ -163,10 +163,15 @@ class Plan:
     @property
     def rollup_span(self) -> tuple[date, date] | None:
         """The UTC days wholly inside the range that the rollups may serve: a session is
-        keyed by the day of its start and may run into the next day, so the first day of the
-        range and its last two never are (nor a day with a long session that crosses an end:
-        :func:`rolled_days`). None when there is none."""
-        first = self.rng.start_utc.date() + timedelta(days=1)
+        keyed by the day of its start and may run into the next day, so the range's last day
+        never is, nor its first unless the range starts at a UTC midnight (in another zone
+        that day is partly before the range), nor a day with a long session that crosses an
+        end (:func:`rolled_days`; a session of the first day with an event before it is one).
+        None when there is none."""
+        start = self.rng.start_utc
+        first = start.date()
+        if start.time() != datetime.min.time():
+            first += timedelta(days=1)
         last = self.rng.end_utc.date() - timedelta(days=2)
         old = self.days_before_raw
         if old is not None and not self.filters:

@@ -69,17 +69,18 @@ def long_crossing(plan: Plan) -> str:
     """The sessions of ``long_sessions`` that cross an end of the range where
     :func:`near_crossing` does not look (and some where it does): day, id, a time at or
     before its first event and one at or after its last (its events outside its day and the
-    next, and those two days), and 0. Each condition is exact: a session on a day after the
-    first of the range has an event before its start only if that event is before the
-    session's day (and so in this table), one on a day before the day before has an event
-    after it only if that event is after the day after its own; likewise at the end. (A
-    handful of rows: no index needed.)"""
+    next, and those two days), and 0. Each condition is exact: a session on the first day of
+    the range or after it has an event before its start only if that event is before the
+    session's day (and so in this table; at a start that is not a UTC midnight, one of the
+    first day may be missed here, but near_crossing finds it), one on a day before the day
+    before has an event after it only if that event is after the day after its own; likewise
+    at the end. (A handful of rows: no index needed.)"""
     first = f"least(min(first_ts), {_DAY_START.format(day='session_day')})"
     last = f"greatest(max(last_ts), {_DAY_START.format(day='session_day + 2')})"
     return (
         f"SELECT session_day, session_id, {first}, {last}, 0 AS near FROM long_sessions "
         "WHERE project_id = {project:String} GROUP BY session_day, session_id HAVING "
-        f"(session_day > {{start_day:Date}} AND min(first_ts) < {_T0}) "
+        f"(session_day >= {{start_day:Date}} AND min(first_ts) < {_T0}) "
         f"OR (session_day < {{day0:Date}} AND max(last_ts) >= {_T0}) "
         f"OR (session_day > {{day1:Date}} AND min(first_ts) < {_T1}) "
         f"OR (session_day < {{end_day0:Date}} AND max(last_ts) >= {_T1})"
