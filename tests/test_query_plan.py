@@ -92,6 +92,22 @@ def test_the_days_of_the_session_rows_in_utc_and_in_another_zone() -> None:
     assert four.rollup_span == (date(2026, 1, 10), date(2026, 1, 12))
 
 
+def test_at_a_utc_midnight_the_near_crossings_are_looked_for_on_the_day_before_only() -> None:
+    utc = planned()
+    assert utc.starts_at_utc_midnight and utc.ends_at_utc_midnight
+    near = sql.near_crossing(utc)
+    assert "session_day = {day0:Date}" in near and "session_day = {end_day0:Date}" in near
+    # a session of the first day (of the day after) that crosses the start (the end) has an
+    # event before its own day: long_crossing looks for it there
+    long = sql.long_crossing(utc)
+    assert "session_day >= {start_day:Date}" in long and "session_day >= {day1:Date}" in long
+    tokyo = planned(rng=DateRange(date(2026, 1, 10), date(2026, 1, 12), "Asia/Tokyo"))
+    assert not tokyo.starts_at_utc_midnight and not tokyo.ends_at_utc_midnight
+    near = sql.near_crossing(tokyo)
+    assert "BETWEEN {day0:Date} AND {start_day:Date}" in near
+    assert "BETWEEN {end_day0:Date} AND {day1:Date}" in near
+
+
 def test_a_plan_does_not_change() -> None:
     p = planned("prop:plan:is:pro")
     with pytest.raises(dataclasses.FrozenInstanceError):

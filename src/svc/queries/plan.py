@@ -161,6 +161,19 @@ class Plan:
         return bool(self.filters) and self.pages_only
 
     @property
+    def starts_at_utc_midnight(self) -> bool:
+        """Whether the range starts at a UTC midnight (a UTC range does): a session keyed on
+        its first day then has an event before the range only if it has one before its own
+        day, and so is in ``long_sessions``."""
+        return self.rng.start_utc.time() == datetime.min.time()
+
+    @property
+    def ends_at_utc_midnight(self) -> bool:
+        """Whether the range ends at a UTC midnight: a session keyed on the day after it then
+        has an event in the range only if it has one before its own day (``long_sessions``)."""
+        return self.rng.end_utc.time() == datetime.min.time()
+
+    @property
     def rollup_span(self) -> tuple[date, date] | None:
         """The UTC days wholly inside the range that the rollups may serve: a session is
         keyed by the day of its start and may run into the next day, so the range's last day
@@ -168,9 +181,8 @@ class Plan:
         that day is partly before the range), nor a day with a long session that crosses an
         end (:func:`rolled_days`; a session of the first day with an event before it is one).
         None when there is none."""
-        start = self.rng.start_utc
-        first = start.date()
-        if start.time() != datetime.min.time():
+        first = self.rng.start_utc.date()
+        if not self.starts_at_utc_midnight:
             first += timedelta(days=1)
         last = self.rng.end_utc.date() - timedelta(days=2)
         old = self.days_before_raw

@@ -55,12 +55,23 @@ def session_key(alias: str = "", day: str | None = None) -> str:
 
 def near_crossing(plan: Plan) -> str:
     """The sessions that cross an end of the range among those of its first and last UTC
-    days and the days before them: day, id, first and last event, and 1."""
+    days and the days before them: day, id, first and last event, and 1. At an end that is a
+    UTC midnight only the day before it is read: a session of the day after that crosses it
+    has an event before its own day, and :func:`long_crossing` finds it (a day of sessions
+    fewer to read at each end of a UTC range)."""
+    at_start = (
+        "session_day = {day0:Date}"
+        if plan.starts_at_utc_midnight
+        else "session_day BETWEEN {day0:Date} AND {start_day:Date}"
+    )
+    at_end = (
+        "session_day = {end_day0:Date}"
+        if plan.ends_at_utc_midnight
+        else "session_day BETWEEN {end_day0:Date} AND {day1:Date}"
+    )
     return (
         "SELECT session_day, session_id, first_ts, last_ts, 1 AS near FROM sessions FINAL "
-        "WHERE project_id = {project:String} AND "
-        "(session_day BETWEEN {day0:Date} AND {start_day:Date} "
-        "OR session_day BETWEEN {end_day0:Date} AND {day1:Date}) "
+        f"WHERE project_id = {{project:String}} AND (({at_start}) OR ({at_end})) "
         f"AND ((first_ts < {_T0} AND last_ts >= {_T0}) OR (first_ts < {_T1} AND last_ts >= {_T1}))"
     )
 
@@ -82,7 +93,7 @@ def long_crossing(plan: Plan) -> str:
         "WHERE project_id = {project:String} GROUP BY session_day, session_id HAVING "
         f"(session_day >= {{start_day:Date}} AND min(first_ts) < {_T0}) "
         f"OR (session_day < {{day0:Date}} AND max(last_ts) >= {_T0}) "
-        f"OR (session_day > {{day1:Date}} AND min(first_ts) < {_T1}) "
+        f"OR (session_day >= {{day1:Date}} AND min(first_ts) < {_T1}) "
         f"OR (session_day < {{end_day0:Date}} AND max(last_ts) >= {_T1})"
     )
 
