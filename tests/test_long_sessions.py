@@ -467,6 +467,8 @@ RANGES = [
 FILTERS: dict[str, tuple[Callable[[Sess], bool], Callable[[Ev], bool]]] = {
     "": (lambda s: True, lambda e: True),
     "source:is:google": (lambda s: s.source == "google", lambda e: True),
+    # one value of a session dimension: the rolled days from that value's rollup rows
+    "entry_page:is:/v8/0": (lambda s: s.entry == "/v8/0", lambda e: True),
     "page:contains:/v": (lambda s: True, lambda e: "/v" in e.path),
     "event:is:signup": (lambda s: True, lambda e: e.name == "signup"),
     "event:is_not:signup": (lambda s: True, lambda e: e.name != "signup"),

@@ -108,6 +108,18 @@ def test_at_a_utc_midnight_the_near_crossings_are_looked_for_on_the_day_before_o
     assert "BETWEEN {end_day0:Date} AND {day1:Date}" in near
 
 
+def test_one_value_of_a_session_dimension_may_be_read_from_its_rollup_rows() -> None:
+    assert planned("country:is:DE").rolled_value == ("country", "DE")
+    assert planned("exit_page:is:/a").rolled_value == ("exit_page", "/a")
+    for other in (("country:is:DE|FR",), ("country:is_not:DE",), ("page:is:/a",), ()):
+        assert planned(*other).rolled_value is None, other
+    assert planned("country:is:DE", "source:is:google").rolled_value is None
+    one = planned("country:is:DE")
+    assert not one.may_roll_up() and one.may_roll_up(one_value=True)
+    assert reads(one, Needs(rollups=True)).rolled == ""
+    assert reads(one, Needs(rollups=True, one_value=True)).rolled == "rollups"
+
+
 def test_a_plan_does_not_change() -> None:
     p = planned("prop:plan:is:pro")
     with pytest.raises(dataclasses.FrozenInstanceError):

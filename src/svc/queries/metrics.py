@@ -56,7 +56,9 @@ class Metrics:
 def query_metrics(store: EventStore, query: Query) -> Metrics:
     p = plan(query)
     runner = Runner(store)
-    facts = runner.facts(p, Needs(edges=True, rollups=True, less_dropped=True))
+    facts = runner.facts(p, Needs(edges=True, rollups=True, less_dropped=True, one_value=True))
+    if p.rolled_value is not None and facts.rolled:
+        return _with_value_rollups(runner, p, facts)
     if p.filters and not p.drops_reported_events:
         return _from_rows(runner.named(reports.metrics(p, facts)))
     return _with_rollups(runner, p, facts)
@@ -113,6 +115,35 @@ def _with_rollups(runner: Runner, p: Plan, facts: Facts) -> Metrics:
             sources[row["src"]] = sources.get(row["src"], 0) + int(row["sessions"])
     if len(rolled) == 3:
         _take_dropped(runner, p, facts, result, sources, gone=rolled[1], dropped=rolled[2][0])
+    result.traffic_sources = dict(sorted(sources.items(), key=lambda kv: (-kv[1], kv[0])))
+    return result
+
+
+def _with_value_rollups(runner: Runner, p: Plan, facts: Facts) -> Metrics:
+    """With one filter that is one value of a session dimension (:attr:`Plan.rolled_value`):
+    the rolled days from that value's rows of the daily rollups, their traffic sources (when
+    the dimension is not the source) from ``rolled_sessions``, the rest from the session
+    rows. Every figure adds up over days, as in :func:`_with_rollups`."""
+    assert p.rolled_value is not None
+    dimension, value = p.rolled_value
+    statements = [reports.metrics(p, facts), session_sql.rollup_sums(p, facts, [dimension], value)]
+    if dimension != "source":
+        statements.append(session_sql.rolled_sources(p, facts))
+    rest, sums, *sources_rows = runner.together(*statements)
+    result = _from_rows(rest)
+    sources = dict(result.traffic_sources)
+    for row in sums:
+        result.sessions += int(row["sessions"])
+        result.pageviews += int(row["pageviews"])
+        result.events += int(row["events"])
+        result.bounces += int(row["bounces"])
+        result.sessions_with_pageview += int(row["sessions_with_pv"])
+        result.duration_ms += int(row["duration_ms"])
+        result.visitors += int(row["visitors"])
+        if dimension == "source":
+            sources[value] = sources.get(value, 0) + int(row["sessions"])
+    for row in sources_rows[0] if sources_rows else ():
+        sources[row["value"]] = sources.get(row["value"], 0) + int(row["sessions"])
     result.traffic_sources = dict(sorted(sources.items(), key=lambda kv: (-kv[1], kv[0])))
     return result
 

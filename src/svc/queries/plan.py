@@ -148,11 +148,29 @@ class Plan:
         ``report_events`` when all of them are in it, else ``events``."""
         return "report_events" if self.reported_events_only(dim) else "events"
 
-    def may_roll_up(self, less_dropped: bool = False) -> bool:
+    def may_roll_up(self, less_dropped: bool = False, one_value: bool = False) -> bool:
         """Whether the rolled-up days may be taken from the daily rollups: without filters,
         or (``less_dropped``: the report takes away what it drops) with one filter that drops
-        only reported events."""
-        return not self.filters or (less_dropped and self.drops_reported_events)
+        only reported events, or (``one_value``: the report reads the rollup rows of that
+        value) with one filter that is one value of a session dimension."""
+        return (
+            not self.filters
+            or (less_dropped and self.drops_reported_events)
+            or (one_value and self.rolled_value is not None)
+        )
+
+    @property
+    def rolled_value(self) -> tuple[str, str] | None:
+        """(dimension, value) when the one filter is ``is`` one value of a session dimension:
+        the daily rollups hold that value's row (storage/rollups.py rolls up every session
+        dimension), whose figures add up over days like the totals', visitors too (a stored
+        visitor id belongs to one day). None otherwise."""
+        if len(self.filters) != 1:
+            return None
+        f = self.filters[0]
+        if f.dimension.level != "session" or f.op != "is" or len(f.values) != 1 or f.params:
+            return None
+        return f.dimension.name, f.values[0]
 
     @property
     def may_read_rolled_sessions(self) -> bool:
@@ -279,16 +297,18 @@ class Needs:
     rolled-up days the daily
     rollups serve (for a breakdown by ``property_key``, not the days it has too many values
     on; with ``less_dropped``, also under one filter that drops only reported events, which
-    the report takes away); ``rolled_sessions``: the rolled-up days whose sessions
-    ``rolled_sessions`` serves, and the hashes of the paths a page filter matches there.
-    Each only where the plan allows it (:meth:`Plan.may_roll_up`,
-    :attr:`Plan.may_read_rolled_sessions`)."""
+    the report takes away; with ``one_value``, also under one filter that is one value of a
+    session dimension, whose rollup rows the report reads: :attr:`Plan.rolled_value`);
+    ``rolled_sessions``: the rolled-up days whose sessions ``rolled_sessions`` serves, and
+    the hashes of the paths a page filter matches there. Each only where the plan allows it
+    (:meth:`Plan.may_roll_up`, :attr:`Plan.may_read_rolled_sessions`)."""
 
     edges: bool = False
     page_edges: bool = False
     rollups: bool = False
     property_key: str | None = None
     less_dropped: bool = False
+    one_value: bool = False
     rolled_sessions: bool = False
 
 
@@ -316,7 +336,7 @@ def reads(plan: Plan, needs: Needs) -> Reads:
     corrected = needs.page_edges or (needs.edges and plan.counting is not Counting.IN_RANGE)
     if needs.rolled_sessions and plan.may_read_rolled_sessions:
         rolled = "rolled_sessions"
-    elif needs.rollups and plan.may_roll_up(needs.less_dropped):
+    elif needs.rollups and plan.may_roll_up(needs.less_dropped, needs.one_value):
         rolled = "rollups"
     else:
         rolled = ""

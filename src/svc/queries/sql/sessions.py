@@ -389,10 +389,13 @@ def events_where(plan: Plan, facts: Facts) -> str:
 # the rolled-up days -----------------------------------------------------------------------
 
 
-def rollup_sums(plan: Plan, facts: Facts, dimensions: Sequence[str]) -> Statement:
+def rollup_sums(
+    plan: Plan, facts: Facts, dimensions: Sequence[str], value: str | None = None
+) -> Statement:
     """Sums of the current rollups of the rolled days, per dimension and value, for the
-    given rolled-up dimensions ('' for the totals)."""
+    given rolled-up dimensions ('' for the totals); only the rows of ``value`` if given."""
     assert facts.rolled
+    of_value = "" if value is None else "AND value = {rollup_value:String} "
     return statement(
         "SELECT dimension, value, sum(sessions) AS sessions, sum(pageviews) AS pageviews, "
         "sum(events) AS events, sum(bounces) AS bounces, "
@@ -403,10 +406,31 @@ def rollup_sums(plan: Plan, facts: Facts, dimensions: Sequence[str]) -> Statemen
         "AND session_day IN {rolled_days:Array(Date)} "
         "AND version = transform(session_day, {rolled_days:Array(Date)}, "
         "{rolled_versions:Array(UInt64)}, toUInt64(0)) "
-        "GROUP BY dimension, value",
+        f"{of_value}GROUP BY dimension, value",
         plan,
         facts,
         rollup_dimensions=list(dimensions),
+        **({} if value is None else {"rollup_value": value}),
+    )
+
+
+def rolled_sources(plan: Plan, facts: Facts) -> Statement:
+    """Sessions per source of the rolled days' sessions that pass the session filters (from
+    ``rolled_sessions``: two narrow columns of a day's sessions instead of the sessions
+    table): ``value``, ``sessions``."""
+    assert facts.rolled
+    where = [
+        "project_id = {project:String}",
+        "session_day IN {rolled_days:Array(Date)}",
+        "version = transform(session_day, {rolled_days:Array(Date)}, "
+        "{rolled_versions:Array(UInt64)}, toUInt64(0))",
+        *(f"({c})" for c in plan.session_conditions),
+    ]
+    return statement(
+        "SELECT source AS value, count() AS sessions FROM rolled_sessions "
+        f"WHERE {' AND '.join(where)} GROUP BY value",
+        plan,
+        facts,
     )
 
 
