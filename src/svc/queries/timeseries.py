@@ -2,27 +2,47 @@
 zero-filled. Page views, events and visitors are counted by event time; sessions, bounce rate
 and duration by the session's start (clamped to the range).
 
-Without filters, in a zone whose offset is a whole number of hours, the event figures come
-from the hourly table (``event_hours``: sums and exact visitor sets per UTC hour) instead of
-the events; the answers are the same.
+Where each figure comes from:
+
+- Page views and events: without filters, in a zone whose offset is a whole number of hours,
+  sums over the hourly table (``event_hours``: per UTC hour); else from the events.
+- Without filters, by day, week or month, in a range of UTC days (its zone's offset is 0 at
+  each of its midnights: UTC, or London in winter), the figures are added up per UTC day
+  (:func:`by_utc_days`): the visitors from the daily rollups' distinct visitor ids
+  (svc.queries.series_visitors: exact, no visitor set of the whole range is merged), but in
+  a bucket with a day not rolled up (today) or one a long session's events reach, merged from
+  the hourly table's exact visitor sets (those days alone where it can); the sessions,
+  bounces and duration of every rolled-up day of the range from the rollups' totals (a UTC
+  day's sessions begin on that day: the same bucket), but a day with a session that has an
+  event before its day (it begins then), and those of the other days from the session rows.
+  Another zone's days are not UTC days, which the rollups hold, so it is read as follows.
+- Otherwise the visitors are merged from the hourly table (zones of whole hours, no filters)
+  or counted from the events, and the sessions come from the session rows.
 
 The days before the project's raw events (retention: svc.retention) hold only rollups: their
-page views, events and visitors come from the hourly table as above, and, without filters and
-by day, week or month, their sessions, bounces and duration from the daily rollups
-(``session_rollups``' totals), a UTC day's sessions whole in the bucket of its date (in
-another zone, the day of the range that shares most of it, as GET /metrics reads it). An
-hourly series has no sessions on those days: the rollups hold whole days."""
+page views, events and visitors come from the hourly table as above (their long sessions are
+gone, so their visitors are merged), and, without filters and by day, week or month, their
+sessions, bounces and duration from the daily rollups (``session_rollups``' totals), a UTC
+day's sessions whole in the bucket of its date (in another zone, the day of the range that
+shares most of it, as GET /metrics reads it). An hourly series has no sessions on those days:
+the rollups hold whole days.
+
+The rollups are as fresh as their last pass (a minute by default), as GET /metrics reads
+them: an event received since may show in the page views of a rolled-up day before its
+visitors and sessions."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from datetime import date, timedelta
+from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from svc.errors import InvalidRequest
 from svc.queries.dates import DateRange
 from svc.queries.plan import Facts, Needs, Plan, Query, plan
 from svc.queries.run import Runner
+from svc.queries.series_visitors import BucketVisitors, LongSpan, RolledDay, bucket_visitors
 from svc.queries.shape import percent
 from svc.queries.sql import reports
 from svc.storage.events import EventStore
@@ -87,9 +107,39 @@ def buckets(rng: DateRange, interval: str) -> list[str]:
     return months
 
 
+def bucket_spans(rng: DateRange, interval: str) -> list[tuple[str, date, date]]:
+    """Every bucket of the range (``interval``: day, week or month) with its label and its
+    first and last day in the range."""
+    out = []
+    for label in buckets(rng, interval):
+        first = date.fromisoformat(label)
+        if interval == "day":
+            last = first
+        elif interval == "week":
+            last = first + timedelta(days=6)
+        else:
+            last = date(first.year + first.month // 12, first.month % 12 + 1, 1) - timedelta(1)
+        out.append((label, max(first, rng.first), min(last, rng.last)))
+    return out
+
+
+def by_utc_days(p: Plan, interval: str) -> bool:
+    """Whether the series adds up its figures per UTC day (see the module docstring): without
+    filters, by day, week or month, in a range whose days are UTC days."""
+    if p.filters or interval not in reports.ROLLED_DAY_BUCKETS:
+        return False
+    zone = p.rng.zone
+    return all(
+        datetime.combine(p.rng.first + timedelta(days=i), time(0), zone).utcoffset() == timedelta(0)
+        for i in range(p.rng.days + 1)
+    )
+
+
 def query_timeseries(store: EventStore, query: Query, interval: str) -> dict[str, Any]:
     p = plan(query)
     runner = Runner(store)
+    if by_utc_days(p, interval):
+        return _from_utc_days(runner, p, interval)
     facts = before_raw(p, runner.facts(p, Needs(edges=True, rollups=rolls_up(p, interval))))
     statements = [
         reports.series_events(p, facts, interval),
@@ -98,9 +148,70 @@ def query_timeseries(store: EventStore, query: Query, interval: str) -> dict[str
     if facts.rolled:
         statements.append(reports.series_rolled_sessions(p, facts, interval))
     event_rows, *session_answers = runner.together(*statements)
+    return _series(p, interval, event_rows, session_answers)
+
+
+def _from_utc_days(runner: Runner, p: Plan, interval: str) -> dict[str, Any]:
+    """The series of :func:`by_utc_days`: the rolled-up days of the range (and the day
+    before) and the long sessions that reach it first, then the statements, side by side."""
+    first, last = p.rng.first, p.rng.last
+    facts = runner.facts(p, Needs(edges=True))
+    day_rows, long_rows = runner.together(
+        reports.series_rolled_days(p, first - timedelta(days=1), last),
+        reports.series_long_spans(p, first - timedelta(days=1), last),
+    )
+    versions = {_day(r["day"]): int(r["version"]) for r in day_rows}
+    long = [LongSpan(_day(r["day"]), _day(r["first_day"]), _day(r["last_day"])) for r in long_rows]
+    # a day with a session that begins before it (an event before its day) is read from the
+    # session rows, which put that session in the bucket of its first event
+    early = {s.day for s in long if s.first < s.day}
+    facts = replace(
+        facts,
+        rolled=tuple((d, v) for d, v in versions.items() if first <= d <= last and d not in early),
+    )
+    raw_from = p.query.raw_from  # before it, the long sessions are gone: merged, as before
+    rolled = {
+        _day(r["day"]): RolledDay(
+            int(r["visitors"]), int(r["next_day"]) if int(r["has_next"]) else None
+        )
+        for r in day_rows
+        if raw_from is None or _day(r["day"]) >= raw_from
+    }
+    spans = bucket_spans(p.rng, interval)
+    visitors = {label: bucket_visitors(a, b, rolled, long) for label, a, b in spans}
+    segments = [s for v in visitors.values() for s in v.segments]
+    statements = [
+        reports.series_events(p, facts, interval, visitors=False),
+        reports.series_sessions(p, facts, interval),
+    ]
+    if facts.rolled:
+        statements.append(reports.series_rolled_sessions(p, facts, interval))
+    if segments:
+        statements.append(reports.series_segment_visitors(p, segments))
+    answers = runner.together(*statements)
+    merged = {s: 0 for s in segments}
+    if segments:
+        answers, merged_rows = answers[:-1], answers[-1]
+        merged.update((segments[int(r["segment"]) - 1], int(r["visitors"])) for r in merged_rows)
+    event_rows, *session_answers = answers
+    return _series(p, interval, event_rows, session_answers, visitors, merged)
+
+
+def _series(
+    p: Plan,
+    interval: str,
+    event_rows: list[dict[str, Any]],
+    session_answers: Sequence[list[dict[str, Any]]],
+    visitors: Mapping[str, BucketVisitors] | None = None,
+    merged: dict[tuple[date, date], int] | None = None,
+) -> dict[str, Any]:
+    """The points: per bucket its event figures (``event_rows``, by label) and the sums of its
+    session figures (``session_answers``: the session rows' days, the rolled-up days'); with
+    ``visitors`` (label -> BucketVisitors) and ``merged``, the visitors of every bucket from
+    those (also of one without events)."""
     by_events = {r["time"]: r for r in event_rows}
     by_sessions: dict[str, dict[str, int]] = {}
-    for rows in session_answers:  # the session rows' days, then the rolled-up days'
+    for rows in session_answers:
         for r in rows:
             sums = by_sessions.setdefault(r["time"], {})
             for name in ("sessions", "bounces", "with_pv", "duration_ms"):
@@ -109,10 +220,14 @@ def query_timeseries(store: EventStore, query: Query, interval: str) -> dict[str
     for label in buckets(p.rng, interval):
         e, s = by_events.get(label, {}), by_sessions.get(label, {})
         sessions = int(s.get("sessions", 0))
+        if visitors is not None and merged is not None:
+            seen = visitors[label].total(merged)
+        else:
+            seen = int(e.get("visitors", 0))
         points.append(
             {
                 "time": label,
-                "visitors": int(e.get("visitors", 0)),
+                "visitors": seen,
                 "sessions": sessions,
                 "pageviews": int(e.get("pageviews", 0)),
                 "events": int(e.get("events", 0)),
@@ -123,6 +238,12 @@ def query_timeseries(store: EventStore, query: Query, interval: str) -> dict[str
             }
         )
     return {"interval": interval, "timezone": p.rng.tz, "points": points}
+
+
+def _day(value: object) -> date:
+    if isinstance(value, datetime):
+        return value.date()
+    return value if isinstance(value, date) else date.fromisoformat(str(value))
 
 
 def rolls_up(p: Plan, interval: str) -> bool:

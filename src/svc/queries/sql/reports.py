@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from svc.queries.dimensions import DIMENSIONS, Dimension
@@ -152,16 +153,16 @@ _LABELS = {
 LABELS = _LABELS
 
 
-def series_events(plan: Plan, facts: Facts, interval: str) -> Statement:
-    """Per bucket: page views, events and visitors, by event time. Without filters, in a zone
-    whose offset is a whole number of hours, from the hourly table (24 rows a day, not every
-    event); else from the events that pass the filters."""
+def series_events(plan: Plan, facts: Facts, interval: str, visitors: bool = True) -> Statement:
+    """Per bucket: page views, events and (but without ``visitors``) visitors, by event time.
+    Without filters, in a zone whose offset is a whole number of hours, from the hourly table
+    (24 rows a day, not every event); else from the events that pass the filters."""
     bucket, label = INTERVALS[interval], _LABELS[interval]
     if not plan.filters and plan.rng.whole_hour_offsets:
+        merged = ", uniqExactMerge(visitors) AS visitors" if visitors else ""
         sql = (
             f"SELECT {label} AS time, * FROM (SELECT {bucket.format(t='hour')} AS bucket, "
-            "sum(pageviews) AS pageviews, sum(events) AS events, "
-            "uniqExactMerge(visitors) AS visitors FROM event_hours "
+            f"sum(pageviews) AS pageviews, sum(events) AS events{merged} FROM event_hours "
             "WHERE project_id = {project:String} AND hour >= {start:DateTime64(3, 'UTC')} "
             "AND hour < {end:DateTime64(3, 'UTC')} GROUP BY bucket)"
         )
@@ -219,6 +220,67 @@ def series_rolled_sessions(plan: Plan, facts: Facts, interval: str) -> Statement
         "GROUP BY bucket)",
         plan,
         facts,
+    )
+
+
+def series_rolled_days(plan: Plan, first: date, last: date) -> Statement:
+    """Per rolled-up UTC day from ``first`` to ``last``: its current ``version``, and from
+    its rollups the distinct visitor ids of its sessions (``visitors``), whether the day has
+    a ``next_day`` row (``has_next``) and its count (``next_day``: those ids with an event on
+    the next day; svc.storage.rollups)."""
+    return Statement(
+        "SELECT r.session_day AS day, r.version AS version, "
+        "sumIf(s.visitors, s.dimension = '') AS visitors, "
+        "countIf(s.dimension = 'next_day') AS has_next, "
+        "sumIf(s.visitors, s.dimension = 'next_day') AS next_day "
+        "FROM (SELECT session_day, max(version) AS version FROM rollup_days "
+        "WHERE project_id = {project:String} AND session_day BETWEEN {d0:Date} AND {d1:Date} "
+        "GROUP BY session_day) AS r "
+        "LEFT JOIN (SELECT session_day, version, dimension, visitors FROM session_rollups "
+        "WHERE project_id = {project:String} AND dimension IN ('', 'next_day') "
+        "AND session_day BETWEEN {d0:Date} AND {d1:Date}) AS s "
+        "ON s.session_day = r.session_day AND s.version = r.version "
+        "GROUP BY day, version ORDER BY day",
+        {"project": plan.project_id, "d0": first, "d1": last},
+    )
+
+
+def series_long_spans(plan: Plan, first: date, last: date) -> Statement:
+    """The long sessions (storage/migrations/012) whose events outside their day and the
+    next may be on a UTC day from ``first`` to ``last``, or that have one before their day
+    and are of such a day: their day, and the first and last UTC days of those events."""
+    return Statement(
+        "SELECT session_day AS day, toDate(min(first_ts)) AS first_day, "
+        "toDate(max(last_ts)) AS last_day FROM long_sessions "
+        "WHERE project_id = {project:String} GROUP BY session_day, session_id "
+        "HAVING (first_day <= {d1:Date} AND last_day >= {d0:Date}) "
+        "OR (day BETWEEN {d0:Date} AND {d1:Date} AND first_day < day)",
+        {"project": plan.project_id, "d0": first, "d1": last},
+    )
+
+
+def series_segment_visitors(plan: Plan, segments: Sequence[tuple[date, date]]) -> Statement:
+    """Per segment (UTC days, first and last: its index ``segment`` in ``segments``, from 1),
+    the distinct visitor ids with an event in it, merged from the hourly table."""
+    days: list[date] = []
+    ids: list[int] = []
+    for i, (first, last) in enumerate(segments, start=1):
+        for k in range((last - first).days + 1):
+            days.append(first + timedelta(days=k))
+            ids.append(i)
+    return Statement(
+        "SELECT transform(toDate(hour), {days:Array(Date)}, {ids:Array(UInt32)}, toUInt32(0)) "
+        "AS segment, uniqExactMerge(visitors) AS visitors FROM event_hours "
+        "WHERE project_id = {project:String} AND hour >= {h0:DateTime('UTC')} "
+        "AND hour < {h1:DateTime('UTC')} AND toDate(hour) IN {days:Array(Date)} "
+        "GROUP BY segment",
+        {
+            "project": plan.project_id,
+            "days": days,
+            "ids": ids,
+            "h0": datetime.combine(min(days), time(0)),
+            "h1": datetime.combine(max(days) + timedelta(days=1), time(0)),
+        },
     )
 
 
