@@ -265,7 +265,7 @@ def with_duration(
     if not engaged:
         return body
     p = plan(query)
-    row = Runner(store).named(sql.engagement_total(p, Facts()))[0]
+    row = Runner(store).named(sql.engaged_time(p, Facts()))[0]
     sessions = int(body.get("sessions", 0))
     total_ms = int(row["engaged_ms"] or 0)
     body["avgSessionDuration"] = round(total_ms / 1000 / sessions, 1) if sessions else 0.0
