@@ -316,6 +316,80 @@ def goals(plan: Plan, facts: Facts, targets: Sequence[tuple[str, str]]) -> State
     )
 
 
+# The goals without filters, as the session reports read them (svc.queries.conversions):
+# the days wholly inside the range from the daily rollups, the others from the session rows,
+# the session pages and the report events. A stored visitor id belongs to one UTC day (that
+# of its sessions' start: svc.ingestion.identity), so the visitors of the two parts add up.
+
+
+def goal_sessions(plan: Plan, facts: Facts) -> Statement:
+    """Over the session rows of the days not rolled up (``facts``: ``Needs(edges=True)``):
+    their ``visitors`` (every one has an event in the range), the visitors with a page view
+    in the range (``viewers``) and those page views (``pageviews``)."""
+    return statement(
+        "SELECT uniqExact(visitor) AS visitors, uniqExactIf(visitor, pv > 0) AS viewers, "
+        f"sum(pv) AS pageviews FROM ({session_rows(plan, facts)})",
+        plan,
+        facts,
+    )
+
+
+def goal_pages(plan: Plan, facts: Facts, paths: Sequence[str]) -> Statement:
+    """Per path of ``paths`` with page views in the range on the days not rolled up: its
+    visitors and page views (``value``, ``visitors``, ``pageviews``), from the session pages
+    of those paths joined to their sessions (:func:`~svc.queries.sql.sessions.page_rows`,
+    corrected at the ends of the range: ``facts`` of ``Needs(page_edges=True)``)."""
+    from dataclasses import replace
+
+    on_paths = replace(plan, event_conditions=("path IN {goal_paths:Array(String)}",))
+    return statement(
+        "SELECT value, uniqExact(visitor) AS visitors, sum(pv) AS pageviews "
+        f"FROM ({page_rows(on_paths, facts)}) GROUP BY value",
+        plan,
+        facts,
+        goal_paths=list(paths),
+    )
+
+
+def goal_events(plan: Plan, facts: Facts, names: Sequence[str]) -> Statement:
+    """Per event name of ``names`` (never ``page_view``: the report events hold every other
+    event, not every page view) with events in the range of the sessions of the days not
+    rolled up: its visitors and events (``value``, ``visitors``, ``events``)."""
+    assert "page_view" not in names
+    where = f"{events_where(plan, facts)} AND name IN {{goal_names:Array(String)}}"
+    if facts.rolled:
+        where += " AND toDate(session_start) NOT IN {rolled_days:Array(Date)}"
+    return statement(
+        "SELECT toString(name) AS value, uniqExact(visitor_id) AS visitors, count() AS events "
+        f"FROM report_events WHERE {where} GROUP BY value",
+        plan,
+        facts,
+        goal_names=list(names),
+    )
+
+
+def goal_rollups(plan: Plan, facts: Facts, paths: Sequence[str], names: Sequence[str]) -> Statement:
+    """The rolled-up days' figures (``facts.rolled``): the totals (dimension ''), the rows of
+    the page dimension for ``paths`` and of the event dimension for ``names`` (``page_view``
+    too), summed over the days: ``dimension``, ``value``, ``visitors``, ``pageviews``,
+    ``events``."""
+    assert facts.rolled
+    return statement(
+        "SELECT dimension, value, sum(visitors) AS visitors, sum(pageviews) AS pageviews, "
+        "sum(events) AS events FROM session_rollups WHERE project_id = {project:String} "
+        "AND dimension IN ('', 'page', 'event') AND session_day IN {rolled_days:Array(Date)} "
+        "AND version = transform(session_day, {rolled_days:Array(Date)}, "
+        "{rolled_versions:Array(UInt64)}, toUInt64(0)) "
+        "AND (dimension = '' OR (dimension = 'page' AND value IN {goal_paths:Array(String)}) "
+        "OR (dimension = 'event' AND value IN {goal_names:Array(String)})) "
+        "GROUP BY dimension, value",
+        plan,
+        facts,
+        goal_paths=list(paths),
+        goal_names=list(names),
+    )
+
+
 def funnel(
     plan: Plan, facts: Facts, steps: Sequence[tuple[str, str]], window_seconds: int
 ) -> Statement:

@@ -1,0 +1,285 @@
+"""GET /metrics/goals without filters over rolled-up UTC days (svc.queries.conversions,
+``_goals_from_rollups``): the same answers as the one statement over every event (the path a
+filter that keeps every event takes), before and after the days are rolled up, and as the
+events sent say: in UTC and in zones whose days straddle two UTC days, with sessions across
+midnight, a client session of 3 days, a derived one of 2, late events from before their
+session's day, visitors with several sessions a day, page views with properties (also in
+the report events), custom events and page measurements (which count nowhere).
+
+The rows are written into a real store (chDB) as ingestion writes them (session ids and
+starts from its tracker, visitor ids mixed with the day of the session's start) and read in a
+process of its own (one chDB engine per process)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import msgspec
+import pytest
+
+from svc.ingestion.identity import SessionTracker, client_session_id, stored_visitor_id
+from svc.storage.events import EventRow, ch_time
+
+PROJECT = "goals-rollups"
+TODAY = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+MINUTE = 60_000
+#: (first, last: days before today, zone)
+RANGES = [
+    (21, 0, "UTC"),
+    (12, 1, "UTC"),
+    (9, 8, "UTC"),
+    (14, 2, "America/New_York"),
+    (10, 3, "Asia/Kolkata"),
+    (1, 0, "UTC"),
+]
+GOALS = [
+    "page:/pricing",
+    "page:/a",
+    "event:signup",
+    "event:page_view",
+    "event:download",
+    "page:/nowhere",
+    "event:engagement",
+]
+COUNTED_OUT = ("engagement", "web_vitals")
+
+
+def d(k: int, hour: int = 0, minute: int = 0) -> int:
+    """Milliseconds at ``hour:minute`` UTC on the day ``k`` days before today."""
+    return int((TODAY - timedelta(days=k, hours=-hour, minutes=-minute)).timestamp() * 1000)
+
+
+@dataclass(frozen=True)
+class Sent:
+    """An event as it arrives: its person, time, page, name, and the client's session id."""
+
+    person: int
+    ts: int
+    path: str = "/"
+    name: str = "page_view"
+    client: str = ""
+    props: bool = False
+
+
+def arrivals() -> list[Sent]:
+    out: list[Sent] = []
+    for p in range(36):
+        for s in range(1 + p % 3):
+            k = 2 + (p * 7 + s * 5) % 19
+            if (p + s) % 4 == 0:  # across midnight: 23:40, 23:50 and 00:20
+                out += [Sent(p, d(k, 23, 40), "/a"), Sent(p, d(k, 23, 50), "/pricing")]
+                out += [Sent(p, d(k - 1, 0, 20), "/pricing", "signup")]
+            else:
+                hour = 6 + (p * 3 + s * 7) % 12
+                paths = ("/", "/pricing", "/a", "/docs")
+                for m in range(0, 1 + p % 4 * 5, 5):
+                    out.append(Sent(p, d(k, hour, m), paths[(p + m) % 4], props=p % 5 == 0))
+                if p % 3 == 0:
+                    out.append(Sent(p, d(k, hour, 30), "/pricing", "signup"))
+                if p % 4 == 1:
+                    out.append(Sent(p, d(k, hour, 31), "/docs", "download"))
+                if p % 6 == 2:
+                    out.append(Sent(p, d(k, hour, 32), "/docs", "engagement"))
+    # a visitor with several sessions a day, the last across midnight
+    a = 100
+    out += [Sent(a, d(9, 8), "/pricing"), Sent(a, d(9, 11)), Sent(a, d(9, 11, 10), "/a", "signup")]
+    out += [Sent(a, d(9, 23, 50), "/a"), Sent(a, d(8, 0, 10), "/pricing")]
+    # a client session of 3 days, a signup on its last
+    out += [Sent(101, d(k, 20), "/pricing", client="c3") for k in (12, 11, 10)]
+    out += [Sent(101, d(10, 20, 5), "/pricing", "signup", client="c3")]
+    # a derived session of 2 days: a page view every 25 minutes for 48 hours
+    out += [Sent(102, d(7, 9) + i * 25 * MINUTE, ("/a", "/pricing")[i % 2]) for i in range(116)]
+    # late events from before their session's day: a client's and a derived one's
+    out += [Sent(103, d(5, 0, 10), "/a", client="cb")]
+    out += [Sent(104, d(4, 0, 5), "/pricing")]
+    out += [Sent(103, d(6, 23, 55), "/pricing", "signup", client="cb")]
+    out += [Sent(104, d(5, 23, 50), "/pricing", "download")]
+    # yesterday into today, and today
+    out += [Sent(105, d(1, 23, 50), "/pricing"), Sent(105, d(0, 0, 10), "/a", "signup")]
+    out += [Sent(106 + i, d(0, 1 + i), "/pricing") for i in range(3)]
+    return out
+
+
+@dataclass(frozen=True)
+class Stored:
+    visitor: int
+    session: int
+    start: int
+    sent: Sent
+
+
+def stored() -> list[Stored]:
+    """The events as ingestion stores them (session ids, starts, visitor ids)."""
+    tracker = SessionTracker(30 * MINUTE)
+    out = []
+    for e in arrivals():
+        if e.client:
+            sid = client_session_id(PROJECT, e.client)
+            start = tracker.client_start(sid, e.ts, PROJECT)
+        else:
+            sid, start = tracker.assign(PROJECT, e.person, e.ts)
+        out.append(Stored(stored_visitor_id(e.person, start), sid, start, e))
+    return out
+
+
+def inserts() -> list[tuple[str, str]]:
+    """One insert per UTC day of arrival (the day of the event, in order)."""
+    by_day: dict[str, list[bytes]] = {}
+    for s in stored():
+        e = s.sent
+        row = EventRow(
+            project_id=PROJECT,
+            ts=ch_time(e.ts),
+            received_at=ch_time(e.ts),
+            event_id="",
+            name=e.name,
+            session_id=s.session,
+            visitor_id=s.visitor,
+            hostname="acme.test",
+            path=e.path,
+            url=f"https://acme.test{e.path}",
+            referrer="",
+            referrer_host="",
+            source="direct",
+            channel="direct",
+            utm_source="",
+            utm_medium="",
+            utm_campaign="",
+            utm_content="",
+            utm_term="",
+            click_id="",
+            properties={"plan": "pro"} if e.props else {},
+            browser="Chrome",
+            browser_version="126.0",
+            os="Linux",
+            os_version="",
+            device="desktop",
+            screen_width=0,
+            country="",
+            region="",
+            city="",
+            session_start=ch_time(s.start),
+        )
+        when = datetime.fromtimestamp(e.ts / 1000, UTC).date().isoformat()
+        by_day.setdefault(when, []).append(msgspec.json.encode(row))
+    return [
+        (f"goals-rollups-{when}", (b"\n".join(rows) + b"\n").decode())
+        for when, rows in by_day.items()
+    ]
+
+
+_READ = """
+import json, sys
+from datetime import date
+from pathlib import Path
+from svc.queries.conversions import query_goals
+from svc.queries.dates import DateRange
+from svc.queries.filters import parse_filters
+from svc.queries.plan import Query
+from svc.settings import Settings
+from svc.storage.events import EventStore
+from svc.storage.rollups import Rollups
+
+store = EventStore(Settings.from_env(data_dir=Path(sys.argv[1])))
+store.migrate()
+project, cases, goals = sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
+for token, data in json.load(sys.stdin):
+    store.insert_ndjson(data.encode(), token)
+every = tuple(parse_filters(["event:matches:."]))
+
+def read(tag):
+    out[tag] = {}
+    for first, last, tz in cases:
+        rng = DateRange(date.fromisoformat(first), date.fromisoformat(last), tz)
+        fast = query_goals(store, Query(project, rng), goals)
+        events = query_goals(store, Query(project, rng, every), goals)
+        out[tag][f"{first} {last} {tz}"] = [fast, events]
+
+out = {}
+read("before")
+out["rolled_days"] = Rollups(store).refresh()
+read("rolled")
+store.close()
+print(json.dumps(out))
+"""
+
+
+def day(k: int) -> date:
+    return (TODAY - timedelta(days=k)).date()
+
+
+@pytest.fixture(scope="module")
+def read(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    cases = [(day(first).isoformat(), day(last).isoformat(), tz) for first, last, tz in RANGES]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _READ,
+            str(tmp_path_factory.mktemp("goals") / "data"),
+            PROJECT,
+            json.dumps(cases),
+            json.dumps(GOALS),
+        ],
+        input=json.dumps(inserts()),
+        text=True,
+        capture_output=True,
+        check=False,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out: dict[str, Any] = json.loads(done.stdout)
+    return out
+
+
+def oracle(first: date, last: date, tz: str) -> dict[str, Any]:
+    """The visitors with an event in the range, and per goal its visitors and events, from
+    the events sent."""
+    zone = ZoneInfo(tz)
+    start = datetime.combine(first, datetime.min.time(), zone).timestamp() * 1000
+    end = datetime.combine(last + timedelta(1), datetime.min.time(), zone).timestamp() * 1000
+    rows = [s for s in stored() if start <= s.sent.ts < end and s.sent.name not in COUNTED_OUT]
+
+    def matches(goal: str, e: Sent) -> bool:
+        kind, target = goal.split(":", 1)
+        if kind == "event":
+            return e.name == target
+        return e.name == "page_view" and e.path == target
+
+    goals = []
+    for g in GOALS:
+        hits = [s for s in rows if matches(g, s.sent)]
+        goals.append((len({s.visitor for s in hits}), len(hits)))
+    return {"visitors": len({s.visitor for s in rows}), "goals": goals}
+
+
+def figures(body: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "visitors": body["visitors"],
+        "goals": [(g["visitors"], g["events"]) for g in body["goals"]],
+    }
+
+
+def test_days_were_rolled_up(read: dict[str, Any]) -> None:
+    assert read["rolled_days"] >= 18
+
+
+@pytest.mark.parametrize("tag", ["before", "rolled"])
+def test_the_goals_equal_the_events_path_and_what_was_sent(read: dict[str, Any], tag: str) -> None:
+    for case, (fast, events) in read[tag].items():
+        assert fast == events, (tag, case)
+        first, last, tz = case.split()
+        want = oracle(date.fromisoformat(first), date.fromisoformat(last), tz)
+        assert figures(fast) == want, (tag, case)
+
+
+def test_the_goals_are_the_same_before_and_after_the_rollups(read: dict[str, Any]) -> None:
+    for case, (fast, _) in read["rolled"].items():
+        assert fast == read["before"][case][0], case
