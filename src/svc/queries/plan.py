@@ -434,9 +434,13 @@ class Facts:
                 edge_page_pv=[r[1] for r in self.page_outside],
             )
         if self.rolled:
+            days = {d for d, _ in self.rolled}
             out.update(
                 rolled_days=[d for d, _ in self.rolled],
                 rolled_versions=[v for _, v in self.rolled],
+                # the rolled days whose day before is rolled too: an event on one of them is
+                # of a rolled day's session, or of a long one (sql.sessions.of_unrolled_days)
+                inner_rolled_days=sorted(d for d in days if d - timedelta(days=1) in days),
             )
         if self.matching_hashes is not None:
             out["matching_hashes"] = list(self.matching_hashes)

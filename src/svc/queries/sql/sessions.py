@@ -240,6 +240,23 @@ def whole_sessions(plan: Plan, facts: Facts) -> str:
     )
 
 
+def of_unrolled_days() -> str:
+    """The condition on an event that its session is not of a day taken from the rollups,
+    with a condition the events table's key (by the UTC day of ``ts``) prunes with: a session
+    of an unrolled day has events on that day and the next, unless it is a long one, so an
+    event on a rolled day whose day before is rolled too (``inner_rolled_days``) is of a
+    rolled day's session or of a session of ``long_sessions`` (a handful, whose ids are
+    looked up first). Reading the events of the unrolled days then skips the other days'
+    granules instead of reading every event of the range (the hostname breakdown over 100M
+    events: 7.7 s -> 0.8-1.6 s with other work running)."""
+    return (
+        "toDate(session_start) NOT IN {rolled_days:Array(Date)} "
+        "AND (toDate(ts) NOT IN {inner_rolled_days:Array(Date)} OR session_id IN "
+        "(SELECT session_id FROM long_sessions WHERE project_id = {project:String} "
+        "AND session_day NOT IN {rolled_days:Array(Date)}))"
+    )
+
+
 def counts_by_session(plan: Plan, table: str, condition: str, value: str | None = None) -> str:
     """Per session (and ``value``, an expression over an event, when given) with events in
     the range in ``table`` that meet ``condition``: its :func:`session_key` ``k`` (and
@@ -269,7 +286,7 @@ def session_rows(plan: Plan, facts: Facts, extra: dict[str, Dimension] | None = 
     elif counting is Counting.DROPPED:  # the sessions' own counts less the dropped events'
         condition = f"({plan.dropped})"
         if facts.rolled:  # their sessions are left out below
-            condition += " AND toDate(session_start) NOT IN {rolled_days:Array(Date)}"
+            condition += f" AND {of_unrolled_days()}"
         dropped = counts_by_session(plan, "report_events", condition)
         source += f" LEFT JOIN ({dropped}) AS n ON n.k = {session_key('s.')}"
         pv, ev = "s.pageviews - n.pv", "s.events - n.ev"
@@ -348,7 +365,7 @@ def event_rows(
     joined to the sessions table's rows."""
     table = table or plan.event_table(dim)
     if facts.rolled:  # read from the rollups instead (their sessions left out below)
-        only = f"({only}) AND toDate(session_start) NOT IN {{rolled_days:Array(Date)}}"
+        only = f"({only}) AND {of_unrolled_days()}"
     rows = counts_by_session(
         plan, table, f"{plan.event_filter} AND ({dim.rows}) AND ({only})", value=dim.column
     )
