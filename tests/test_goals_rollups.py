@@ -4,7 +4,9 @@ filter that keeps every event takes), before and after the days are rolled up, a
 events sent say: in UTC and in zones whose days straddle two UTC days, with sessions across
 midnight, a client session of 3 days, a derived one of 2, late events from before their
 session's day, visitors with several sessions a day, page views with properties (also in
-the report events), custom events and page measurements (which count nowhere).
+the report events), custom events and page measurements (which count nowhere). And the
+funnels, as the events sent say: of custom events only (read from the report events), of
+page views and events mixed, of page views only (from the events).
 
 The rows are written into a real store (chDB) as ingestion writes them (session ids and
 starts from its tracker, visitor ids mixed with the day of the session's start) and read in a
@@ -49,6 +51,15 @@ GOALS = [
     "event:engagement",
 ]
 COUNTED_OUT = ("engagement", "web_vitals")
+#: (steps, window seconds): custom events only (read from the report events), page views and
+#: events mixed, page views only (from the events)
+FUNNELS = [
+    (["event:signup", "event:download"], 86400),
+    (["event:download", "event:signup"], 86400),
+    (["page:/pricing", "event:signup"], 1800),
+    (["page:/a", "page:/pricing", "event:signup"], 3600),
+    (["page:/", "page:/pricing"], 1800),
+]
 
 
 def d(k: int, hour: int = 0, minute: int = 0) -> int:
@@ -179,7 +190,7 @@ _READ = """
 import json, sys
 from datetime import date
 from pathlib import Path
-from svc.queries.conversions import query_goals
+from svc.queries.conversions import query_funnel, query_goals
 from svc.queries.dates import DateRange
 from svc.queries.filters import parse_filters
 from svc.queries.plan import Query
@@ -190,6 +201,7 @@ from svc.storage.rollups import Rollups
 store = EventStore(Settings.from_env(data_dir=Path(sys.argv[1])))
 store.migrate()
 project, cases, goals = sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
+funnels = json.loads(sys.argv[5])
 for token, data in json.load(sys.stdin):
     store.insert_ndjson(data.encode(), token)
 every = tuple(parse_filters(["event:matches:."]))
@@ -201,6 +213,11 @@ def read(tag):
         fast = query_goals(store, Query(project, rng), goals)
         events = query_goals(store, Query(project, rng, every), goals)
         out[tag][f"{first} {last} {tz}"] = [fast, events]
+        for steps, window in funnels:
+            body = query_funnel(store, Query(project, rng), steps, window)
+            out.setdefault("funnels", {})[f"{first} {last} {tz} {steps} {window}"] = [
+                s["visitors"] for s in body["steps"]
+            ]
 
 out = {}
 read("before")
@@ -227,6 +244,7 @@ def read(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             PROJECT,
             json.dumps(cases),
             json.dumps(GOALS),
+            json.dumps(FUNNELS),
         ],
         input=json.dumps(inserts()),
         text=True,
@@ -283,3 +301,54 @@ def test_the_goals_equal_the_events_path_and_what_was_sent(read: dict[str, Any],
 def test_the_goals_are_the_same_before_and_after_the_rollups(read: dict[str, Any]) -> None:
     for case, (fast, _) in read["rolled"].items():
         assert fast == read["before"][case][0], case
+
+
+def funnel_oracle(first: date, last: date, tz: str, steps: list[str], window_s: int) -> list[int]:
+    """Per step, the visitors that reach it: their events in the range that match a step, in
+    time order, completed in order within ``window_s`` of a first step (ClickHouse's
+    windowFunnel over whole seconds; the events of one visitor here are at distinct seconds)."""
+    zone = ZoneInfo(tz)
+    start = datetime.combine(first, datetime.min.time(), zone).timestamp() * 1000
+    end = datetime.combine(last + timedelta(1), datetime.min.time(), zone).timestamp() * 1000
+
+    def matches(step: str, e: Sent) -> bool:
+        kind, target = step.split(":", 1)
+        return e.name == target if kind == "event" else (e.name, e.path) == ("page_view", target)
+
+    by_visitor: dict[int, list[Sent]] = {}
+    for s in stored():
+        if start <= s.sent.ts < end and s.sent.name not in COUNTED_OUT:
+            by_visitor.setdefault(s.visitor, []).append(s.sent)
+    reached = [0] * len(steps)
+    for events in by_visitor.values():
+        ordered = sorted(events, key=lambda e: e.ts)
+        best = 0
+        for i, e in enumerate(ordered):
+            if not matches(steps[0], e):
+                continue
+            level, t0 = 1, e.ts // 1000
+            for later in ordered[i + 1 :]:
+                if level == len(steps) or later.ts // 1000 - t0 > window_s:
+                    break
+                if matches(steps[level], later):
+                    level += 1
+            best = max(best, level)
+        for j in range(best):
+            reached[j] += 1
+    return reached
+
+
+def test_the_funnels_count_what_was_sent(read: dict[str, Any]) -> None:
+    assert len(read["funnels"]) == len(RANGES) * len(FUNNELS)
+    for first, last, tz in RANGES:
+        for steps, window in FUNNELS:
+            case = f"{day(first).isoformat()} {day(last).isoformat()} {tz} {steps} {window}"
+            want = funnel_oracle(day(first), day(last), tz, steps, window)
+            assert read["funnels"][case] == want, case
+    # the cases test something: every funnel but the reversed one completes somewhere, and
+    # the order of the steps counts (signups come before downloads here)
+    completed = {
+        str(s): any(v[-1] for k, v in read["funnels"].items() if str(s) in k) for s, _ in FUNNELS
+    }
+    assert completed.pop(str(["event:download", "event:signup"])) is False
+    assert all(completed.values()), completed

@@ -15,7 +15,8 @@ range that reaches days before the raw events (svc.retention: those days count n
 here), every figure comes from one statement over the events (:func:`reports.goals`).
 
 A funnel is 2 to 8 goals as steps, completed in order by one visitor within ``window``
-seconds of the first step (ClickHouse ``windowFunnel``).
+seconds of the first step (ClickHouse ``windowFunnel``), read from the report events when
+every step is an event other than a page view (:func:`reports.funnel`).
 """
 
 from __future__ import annotations
