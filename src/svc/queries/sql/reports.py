@@ -16,6 +16,7 @@ from svc.queries.sql.sessions import (
     event_name_rows,
     event_rows,
     events_where,
+    of_unrolled_days,
     page_rows,
     rolled_session_rows,
     session_rows,
@@ -357,8 +358,8 @@ def goal_events(plan: Plan, facts: Facts, names: Sequence[str]) -> Statement:
     rolled up: its visitors and events (``value``, ``visitors``, ``events``)."""
     assert "page_view" not in names
     where = f"{events_where(plan, facts)} AND name IN {{goal_names:Array(String)}}"
-    if facts.rolled:
-        where += " AND toDate(session_start) NOT IN {rolled_days:Array(Date)}"
+    if facts.rolled:  # (in a form the table's key by the day of ``ts`` prunes with)
+        where += f" AND {of_unrolled_days()}"
     return statement(
         "SELECT toString(name) AS value, uniqExact(visitor_id) AS visitors, count() AS events "
         f"FROM report_events WHERE {where} GROUP BY value",
