@@ -269,7 +269,7 @@ def oracle(first: date, last: date, interval: str) -> dict[str, dict[str, int]]:
 
 
 def test_the_rollups_hold_every_day_and_its_next_day_row(read: dict[str, Any]) -> None:
-    assert read["rolled_days"] >= 20
+    assert read["rolled_days"] >= 19  # (yesterday too once it is over: 01:00 UTC)
     assert read["next_days"] == read["rolled_days"]
     assert read["next_days_old"] == read["rolled_days"] - 1
     assert read["filled_days"] == 1
