@@ -7,7 +7,7 @@
    ``INSERT INTO events_in SELECT ... FROM numbers(...)`` (its views write `events` and
    the derived tables, as for the loader): about one session per 3.3 events
    (geometric lengths, 30 % one-page sessions), 60 % as many visitors as sessions (a visitor id
-   lives for a day, as in the service), events
+   lives for a day: mixed with the UTC day of its session's start, as in the service), events
    45-75 s apart, a daily traffic cycle, page paths with a long tail, the first event of each
    session with a referrer and source (direct, search engines, social networks, a newsletter
    with UTM tags, a tail of referring sites), later ones internal; 15 % custom events with
@@ -216,7 +216,7 @@ INSERT INTO events_in (project_id, ts, received_at, event_id, name, session_id, 
     os_version, device, screen_width, country, region, city)
 SELECT
     {{project:String}},
-    ts, ts, '', name, cityHash64(s, 'session'), cityHash64(v, day, 'visitor'),
+    ts, ts, '', name, cityHash64(s, 'session'), cityHash64(v, first_day, 'visitor'),
     'example.com', path, concat('https://example.com', path,
         if(k = 0 AND src_i = 10, '?utm_source=newsletter&utm_medium=email', '')),
     if(k = 0, referrer, concat('https://example.com', prev_path)),
@@ -236,6 +236,11 @@ FROM
         fromUnixTimestamp64Milli(toInt64(
             {start_ms} + day * 86400000 + sec_of_day * 1000 + k * 45000
             + cityHash64(s, k, 'gap') % 30000), 'UTC') AS ts,
+        -- the UTC day of the session's first event: its visitor id is mixed with it, as the
+        -- service mixes a stored visitor id with the day of its session's start
+        toDate(fromUnixTimestamp64Milli(toInt64(
+            {start_ms} + day * 86400000 + sec_of_day * 1000
+            + cityHash64(s, toUInt64(0), 'gap') % 30000), 'UTC')) AS first_day,
         {_event_name(extensions)} AS name,
         if(name = '404', concat('/old/page-', toString(cityHash64(s, k, '404') % 30)),
            page_of(s, k)) AS path,
