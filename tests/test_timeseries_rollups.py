@@ -1,15 +1,15 @@
-"""The time series by day, week and month over rolled-up UTC days (svc.queries.timeseries,
+"""The time series by day, week, month and hour over rolled-up UTC days (svc.queries.timeseries,
 ``by_utc_days``): the same series as before the days were rolled up, as the events path gives
 (a filter that keeps every event), and as the events sent say, with sessions across
 midnight, of 2 and 3 days (client and derived), one with a late event from before its day, a
 visitor with several sessions a day, the ranges' first days, today (not rolled up) and a
-day rolled up before the rollups had their ``next_day`` row.
+day rolled up before the rollups had their ``next_day`` and ``start_hour`` rows.
 
 The rows are written into a real store (chDB) as ingestion writes them (session ids and
 starts from its tracker, visitor ids mixed with the day of the session's start), one insert
 per UTC day in the order the events arrive, and the series are read in a process of their
 own (one chDB engine per process): before any rollup, after one, with a day's ``next_day``
-row deleted, and after the rollups filled it in again."""
+rows deleted, and after the rollups filled them in again."""
 
 from __future__ import annotations
 
@@ -33,6 +33,8 @@ MINUTE = 60_000
 INTERVALS = ("day", "week", "month")
 #: Ranges (first, last: days before today).
 RANGES = [(21, 0), (8, 1), (14, 2), (9, 8), (6, 4), (1, 0)]  # the first two read "old" too
+#: Ranges read by the hour too (the first reads "old" too).
+HOUR_RANGES = [(10, 7), (6, 4), (1, 0)]
 #: The day whose next_day row is deleted (as if rolled up before it existed): days ago.
 OLD_DAY = 9
 
@@ -171,13 +173,14 @@ from svc.storage.rollups import Rollups
 store = EventStore(Settings.from_env(data_dir=Path(sys.argv[1])))
 store.migrate()
 project, old_day, cases = sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+old_cases = json.loads(sys.argv[5])
 for token, data in json.load(sys.stdin):
     store.insert_ndjson(data.encode(), token)
 every = parse_filters(["event:matches:."])
 
-def read(tag, events_path=False, only=None):
+def read(tag, events_path=False, subset=None):
     out[tag] = {}
-    for first, last, interval in cases[:only]:
+    for first, last, interval in subset or cases:
         rng = DateRange(date.fromisoformat(first), date.fromisoformat(last), "UTC")
         fast = query_timeseries(store, Query(project, rng), interval)["points"]
         events = None
@@ -196,12 +199,12 @@ rollups = Rollups(store)
 out["rolled_days"] = rollups.refresh()
 out["next_days"] = next_days()
 read("rolled", True)
-store.client.command("DELETE FROM session_rollups WHERE dimension = 'next_day' "
+store.client.command("DELETE FROM session_rollups WHERE dimension IN ('next_day', 'start_hour') "
                      "AND session_day = {d:Date}", parameters={"d": date.fromisoformat(old_day)})
 out["next_days_old"] = next_days()
-read("old", only=6)
-out["filled_days"] = Rollups(store).fill_next_day()
-read("filled", only=6)
+read("old", subset=old_cases)
+out["filled_days"] = Rollups(store).fill_added_rows()
+read("filled", subset=old_cases)
 store.close()
 print(json.dumps(out))
 """
@@ -213,7 +216,8 @@ def read(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         (day(first).isoformat(), day(last).isoformat(), interval)
         for first, last in RANGES
         for interval in INTERVALS
-    ]
+    ] + [(day(first).isoformat(), day(last).isoformat(), "hour") for first, last in HOUR_RANGES]
+    old = [c for c in cases if c[2] == "hour"][:1] + cases[:6]
     done = subprocess.run(
         [
             sys.executable,
@@ -223,6 +227,7 @@ def read(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             PROJECT,
             day(OLD_DAY).isoformat(),
             json.dumps(cases),
+            json.dumps(old),
         ],
         input=json.dumps(inserts()),
         text=True,
@@ -243,6 +248,8 @@ def oracle(first: date, last: date, interval: str) -> dict[str, dict[str, int]]:
 
     def label(ts: int) -> str:
         t = datetime.fromtimestamp(ts / 1000, UTC).date()
+        if interval == "hour":
+            return datetime.fromtimestamp(ts / 1000, UTC).strftime("%Y-%m-%dT%H:00")
         if interval == "week":
             t -= timedelta(days=t.weekday())
         elif interval == "month":

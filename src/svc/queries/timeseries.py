@@ -6,14 +6,15 @@ Where each figure comes from:
 
 - Page views and events: without filters, in a zone whose offset is a whole number of hours,
   sums over the hourly table (``event_hours``: per UTC hour); else from the events.
-- Without filters, by day, week or month, in a range of UTC days (its zone's offset is 0 at
-  each of its midnights: UTC, or London in winter), the figures are added up per UTC day
-  (:func:`by_utc_days`): the visitors from the daily rollups' distinct visitor ids
+- Without filters, in a range of UTC days (its zone's offset is 0 at each of its midnights:
+  UTC, or London in winter), the figures are added up per UTC day (:func:`by_utc_days`):
+  by day, week or month, the visitors from the daily rollups' distinct visitor ids
   (svc.queries.series_visitors: exact, no visitor set of the whole range is merged), but in
   a bucket with a day not rolled up (today) or one a long session's events reach, merged from
-  the hourly table's exact visitor sets (those days alone where it can); the sessions,
-  bounces and duration of every rolled-up day of the range from the rollups' totals (a UTC
-  day's sessions begin on that day: the same bucket), but a day with a session that has an
+  the hourly table's exact visitor sets (those days alone where it can); by the hour, each
+  hour's visitor set merged. The sessions, bounces and duration of every rolled-up day of
+  the range come from its rollups (a UTC day's sessions begin on that day: the same bucket;
+  by the hour, the rollups' rows per hour of start), but a day with a session that has an
   event before its day (it begins then), and those of the other days from the session rows.
   Another zone's days are not UTC days, which the rollups hold, so it is read as follows.
 - Otherwise the visitors are merged from the hourly table (zones of whole hours, no filters)
@@ -125,8 +126,8 @@ def bucket_spans(rng: DateRange, interval: str) -> list[tuple[str, date, date]]:
 
 def by_utc_days(p: Plan, interval: str) -> bool:
     """Whether the series adds up its figures per UTC day (see the module docstring): without
-    filters, by day, week or month, in a range whose days are UTC days."""
-    if p.filters or interval not in reports.ROLLED_DAY_BUCKETS:
+    filters, in a range whose days are UTC days."""
+    if p.filters:
         return False
     zone = p.rng.zone
     return all(
@@ -165,11 +166,32 @@ def _from_utc_days(runner: Runner, p: Plan, interval: str) -> dict[str, Any]:
     # a day with a session that begins before it (an event before its day) is read from the
     # session rows, which put that session in the bucket of its first event
     early = {s.day for s in long if s.first < s.day}
+    # by the hour, only the days with their rows per hour, and none before the raw events
+    # (the API says those are not counted by the hour: svc.retention)
+    raw_from = p.query.raw_from
+    hours = {
+        _day(r["day"])
+        for r in day_rows
+        if int(r["has_hours"]) and (raw_from is None or _day(r["day"]) >= raw_from)
+    }
     facts = replace(
         facts,
-        rolled=tuple((d, v) for d, v in versions.items() if first <= d <= last and d not in early),
+        rolled=tuple(
+            (d, v)
+            for d, v in versions.items()
+            if first <= d <= last and d not in early and (interval != "hour" or d in hours)
+        ),
     )
-    raw_from = p.query.raw_from  # before it, the long sessions are gone: merged, as before
+    if interval == "hour":  # the visitors of each hour merged, the sessions by their hour
+        statements = [
+            reports.series_events(p, facts, interval),
+            reports.series_sessions(p, facts, interval),
+        ]
+        if facts.rolled:
+            statements.append(reports.series_rolled_hours(p, facts))
+        event_rows, *session_answers = runner.together(*statements)
+        return _series(p, interval, event_rows, session_answers)
+    # before the raw events, the long sessions are gone: the visitors are merged, as before
     rolled = {
         _day(r["day"]): RolledDay(
             int(r["visitors"]), int(r["next_day"]) if int(r["has_next"]) else None

@@ -15,13 +15,15 @@ the breakdowns with filters on the page and session dimensions read.
 Beside a day's totals (dimension ''), whose ``visitors`` are the distinct visitor ids of its
 sessions, a ``next_day`` row holds in ``visitors`` how many of those ids have an event on the
 next UTC day (sessions that cross midnight): with them the time series adds up the exact
-visitors of a span of days (svc.queries.series_visitors). Days rolled up before that row
-existed get it once, under their current version, at the first pass after start
-(:meth:`Rollups.fill_next_day`): one small statement a day (1.2 s for the 30 days of a
-100M-event project), not the day's whole rollup. No migration re-rolls the days (as migration
-9 did by emptying ``rollup_days``): that would compute every kept day whole again, and a day
-before a project's retention horizon (svc.retention) is never rolled up again, so its
-rollups would be lost; until a day has its row, the series merges its visitors as before.
+visitors of a span of days (svc.queries.series_visitors); and ``start_hour`` rows hold the
+totals' figures per UTC hour the day's sessions began in (an hourly series' sessions). Days
+rolled up before those rows existed get them once, under their current version, at the
+first pass after start (:meth:`Rollups.fill_added_rows`): small statements a day (1.2 s for
+the ``next_day`` rows of the 30 days of a 100M-event project), not the day's whole rollup.
+No migration re-rolls the days (as migration 9 did by emptying ``rollup_days``): that would
+compute every kept day whole again, and a day before a project's retention horizon
+(svc.retention) is never rolled up again, so its rollups would be lost; until a day has its
+rows, the series reads it as before (visitors merged, sessions from the session rows).
 """
 
 from __future__ import annotations
@@ -253,13 +255,36 @@ def _next_day_sql(long: bool) -> str:
 #: _next_day_sql for a day without long sessions, and for one with them.
 _NEXT_DAY_SQLS = {False: _next_day_sql(False), True: _next_day_sql(True)}
 
-#: The current version of every rolled-up day without a ``next_day`` row (rolled up before
-#: the rollups had it).
-_WITHOUT_NEXT_DAY_SQL = (
+#: The ``start_hour`` rows of a day: per UTC hour its sessions began in (the value: the
+#: hour, ``YYYY-MM-DD HH:00:00``), their figures as the totals hold them; and a row of value
+#: '' that says the day has them (a day may have sessions in few hours).
+_START_HOUR_SQLS = (
+    """
+INSERT INTO session_rollups
+SELECT {project:String}, 'start_hour', {day:Date},
+    toString(toStartOfHour(toDateTime(first_ts, 'UTC'))) AS hour,
+    count(), sum(pageviews), sum(events), countIf(pageviews = 1 AND events = 1),
+    countIf(pageviews > 0), sum(dateDiff('millisecond', first_ts, last_ts)),
+    uniqExact(visitor_id), {version:UInt64}
+FROM sessions FINAL
+WHERE project_id = {project:String} AND session_day = {day:Date}
+GROUP BY hour
+""",
+    "INSERT INTO session_rollups (project_id, dimension, session_day, value, version) "
+    "VALUES ({project:String}, 'start_hour', {day:Date}, '', {version:UInt64})",
+)
+
+#: The rows added to the rollups after days were rolled up without them, and the marker row
+#: (dimension, value) of each that every day rolled up since has.
+_ADDED_ROWS = (("next_day", ""), ("start_hour", ""))
+
+#: The current version of every rolled-up day without the marker row ``{dimension}``,
+#: ``{value}`` (rolled up before the rollups had those rows).
+_WITHOUT_SQL = (
     "SELECT project_id, session_day, version FROM (SELECT project_id, session_day, "
     "max(version) AS version FROM rollup_days GROUP BY project_id, session_day) "
     "WHERE (project_id, session_day, version) NOT IN (SELECT project_id, session_day, version "
-    "FROM session_rollups WHERE dimension = 'next_day')"
+    "FROM session_rollups WHERE dimension = {dimension:String} AND value = {value:String})"
 )
 
 #: The tables of rolled-up rows, each day's under its versions.
@@ -276,7 +301,7 @@ class Rollups:
         self._checked_since: datetime | None = None
         self._last_version: int | None = None
         self.days_computed = 0  # since start, for /health
-        self._filled = False  # fill_next_day ran
+        self._filled = False  # fill_added_rows ran
         #: How long the last day's computation held the store's write lock (the loader waits
         #: that long; ingestion does not: it appends to the spool).
         self.last_lock_seconds = 0.0
@@ -293,7 +318,7 @@ class Rollups:
         event changed is computed on every call for that long."""
         now = now or datetime.now(UTC)
         if not self._filled:
-            self.fill_next_day()
+            self.fill_added_rows()
         last_day = (now - SETTLE).date() - timedelta(days=1)
         since = self._checked_since or (now - FIRST_CHECK)
         exact = loaded_through_ms is not None
@@ -335,22 +360,33 @@ class Rollups:
         )
         return {str(p): _as_date(d) for p, d in rows}
 
-    def fill_next_day(self) -> int:
-        """Write the ``next_day`` row of every rolled-up day that lacks it (rolled up before
-        the rollups had it), under its current version, but the days whose sessions
-        retention deleted. Once per start, before the first pass. How many days."""
+    def fill_added_rows(self) -> int:
+        """Write the ``next_day`` and ``start_hour`` rows of every rolled-up day that lacks
+        them (rolled up before the rollups had them), under its current version, but the
+        days whose sessions retention deleted. Once per start, before the first pass. How
+        many days got rows."""
         self._filled = True
         kept_from = self.raw_horizons()
-        days = [
-            (str(p), _as_date(d), int(v))
-            for p, d, v in self.store.query(_WITHOUT_NEXT_DAY_SQL, {})
-            if p not in kept_from or _as_date(d) >= kept_from[p]
-        ]
-        for project_id, day, version in sorted(days):
-            params = self._long_params({"project": project_id, "day": day, "version": version})
-            with self.store.write_lock:
-                self.store.client.command(_NEXT_DAY_SQLS["long_ids" in params], parameters=params)
-        return len(days)
+        filled: set[tuple[str, date]] = set()
+        for dimension, value in _ADDED_ROWS:
+            rows = self.store.query(_WITHOUT_SQL, {"dimension": dimension, "value": value})
+            days = [
+                (str(p), _as_date(d), int(v))
+                for p, d, v in rows
+                if p not in kept_from or _as_date(d) >= kept_from[p]
+            ]
+            for project_id, day, version in sorted(days):
+                params = {"project": project_id, "day": day, "version": version}
+                if dimension == "next_day":
+                    params = self._long_params(params)
+                    sqls: tuple[str, ...] = (_NEXT_DAY_SQLS["long_ids" in params],)
+                else:
+                    sqls = _START_HOUR_SQLS
+                with self.store.write_lock:
+                    for sql in sqls:
+                        self.store.client.command(sql, parameters=params)
+                filled.add((project_id, day))
+        return len(filled)
 
     def _long_params(self, params: dict[str, Any]) -> dict[str, Any]:
         """``params`` (a project and a day) with the day's long sessions, if it has some:
@@ -386,6 +422,8 @@ class Rollups:
             self.store.client.command(_SESSIONS_DAY_SQL, parameters=params)
             self.store.client.command(_PATHS_DAY_SQL, parameters=params)
             self.store.client.command(_NEXT_DAY_SQLS[long], parameters=params)
+            for sql in _START_HOUR_SQLS:
+                self.store.client.command(sql, parameters=params)
             self.last_lock_seconds = time.perf_counter() - locked
         self.store.client.command(
             "INSERT INTO rollup_days (project_id, session_day, version) "

@@ -228,12 +228,13 @@ def series_rolled_days(plan: Plan, first: date, last: date) -> Statement:
     """Per rolled-up UTC day from ``first`` to ``last``: its current ``version``, and from
     its rollups the distinct visitor ids of its sessions (``visitors``), whether the day has
     a ``next_day`` row (``has_next``) and its count (``next_day``: those ids with an event on
-    the next day; svc.storage.rollups)."""
+    the next day), and whether it has ``start_hour`` rows (``has_hours``; svc.storage.rollups)."""
     return Statement(
         "SELECT r.session_day AS day, r.version AS version, "
         "sumIf(s.visitors, s.dimension = '') AS visitors, "
         "countIf(s.dimension = 'next_day') AS has_next, "
-        "sumIf(s.visitors, s.dimension = 'next_day') AS next_day "
+        "sumIf(s.visitors, s.dimension = 'next_day') AS next_day, "
+        "countIf(s.dimension = 'start_hour') AS has_hours "
         "FROM (SELECT session_day, max(version) AS version FROM rollup_days "
         "WHERE project_id = {project:String} AND session_day BETWEEN {d0:Date} AND {d1:Date} "
         "GROUP BY session_day) AS r "
@@ -243,6 +244,27 @@ def series_rolled_days(plan: Plan, first: date, last: date) -> Statement:
         "ON s.session_day = r.session_day AND s.version = r.version "
         "GROUP BY day, version ORDER BY day",
         {"project": plan.project_id, "d0": first, "d1": last},
+    )
+
+
+def series_rolled_hours(plan: Plan, facts: Facts) -> Statement:
+    """Per hour (labelled as :func:`series_sessions` labels it by the hour): the sessions,
+    bounces, sessions with a page view and duration of the rolled-up days (``facts.rolled``)
+    that began in it, from the rollups' ``start_hour`` rows (UTC hours: a zone of whole
+    hours)."""
+    assert facts.rolled
+    return statement(
+        f"SELECT {_LABELS['hour']} AS time, * FROM "
+        "(SELECT toDateTime(value, 'UTC') AS bucket, sum(sessions) AS sessions, "
+        "sum(bounces) AS bounces, sum(with_pageview) AS with_pv, "
+        "sum(duration_ms) AS duration_ms FROM session_rollups "
+        "WHERE project_id = {project:String} AND dimension = 'start_hour' AND value != '' "
+        "AND session_day IN {rolled_days:Array(Date)} "
+        "AND version = transform(session_day, {rolled_days:Array(Date)}, "
+        "{rolled_versions:Array(UInt64)}, toUInt64(0)) "
+        "GROUP BY bucket)",
+        plan,
+        facts,
     )
 
 
