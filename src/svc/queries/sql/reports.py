@@ -239,7 +239,8 @@ def series_rolled_days(plan: Plan, first: date, last: date) -> Statement:
         "WHERE project_id = {project:String} AND session_day BETWEEN {d0:Date} AND {d1:Date} "
         "GROUP BY session_day) AS r "
         "LEFT JOIN (SELECT session_day, version, dimension, visitors FROM session_rollups "
-        "WHERE project_id = {project:String} AND dimension IN ('', 'next_day') "
+        "WHERE project_id = {project:String} AND (dimension IN ('', 'next_day') "
+        "OR (dimension = 'start_hour' AND value = '')) "
         "AND session_day BETWEEN {d0:Date} AND {d1:Date}) AS s "
         "ON s.session_day = r.session_day AND s.version = r.version "
         "GROUP BY day, version ORDER BY day",
