@@ -164,8 +164,10 @@ class Plan:
         """(dimension, value) when the one filter is ``is`` one value of a session dimension:
         the daily rollups hold that value's row (storage/rollups.py rolls up every session
         dimension), whose figures add up over days like the totals', visitors too (a stored
-        visitor id belongs to one day). None otherwise."""
-        if len(self.filters) != 1:
+        visitor id belongs to one day). None otherwise, and when the range reaches before the
+        project's raw events: a filtered report counts nothing there, as the API's note says
+        (svc.retention.notice), rather than the rolled days of the span and not its ends."""
+        if len(self.filters) != 1 or self.days_before_raw is not None:
             return None
         f = self.filters[0]
         if f.dimension.level != "session" or f.op != "is" or len(f.values) != 1 or f.params:
