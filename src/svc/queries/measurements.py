@@ -127,14 +127,6 @@ def engagement_figures(row: dict[str, Any] | None) -> dict[str, Any]:
     }
 
 
-def query_engagement_total(store: EventStore, query: Query) -> dict[str, Any]:
-    """The engagement figures over every page in scope, and the engaged time in all
-    (``engagedMs``)."""
-    p = plan(query)
-    row = Runner(store).named(sql.engagement_total(p, Facts()))[0]
-    return {**engagement_figures(row), "engagedMs": int(row["engaged_ms"] or 0)}
-
-
 def query_clicks(
     store: EventStore,
     query: Query,

@@ -82,21 +82,11 @@ def engagement_by_page(plan: Plan, facts: Facts, paths: Sequence[str]) -> Statem
     )
 
 
-def engagement_total(plan: Plan, facts: Facts) -> Statement:
-    """The same figures over every page, and the engaged time in all (``engaged_ms``)."""
-    return statement(
-        f"SELECT {_ENGAGED_FIGURES}, sum(e) AS engaged_ms "
-        f"FROM ({_engaged_views(plan, facts, False)})",
-        plan,
-        facts,
-    )
-
-
 def engaged_time(plan: Plan, facts: Facts) -> Statement:
-    """The engaged time in all (``engaged_ms``) of the page visits :func:`engagement_total`
-    counts, without grouping them: a visit's engaged time is the sum of its events', so the
-    sum over the visits is the sum over the events (read alone, on 10M events it takes the
-    scan of :func:`engagement_total` without its grouping of 2M visits)."""
+    """The engaged time in all (``engaged_ms``) of the page visits the engagement figures
+    count, without grouping them: a visit's engaged time is the sum of its events', so the
+    sum over the visits is the sum over the events (on 10M events: the scan of the grouped
+    read without its grouping of 2M visits, 471 -> 65 ms)."""
     return statement(
         "SELECT sum(engaged_ms) AS engaged_ms "
         f"FROM page_measurements WHERE {measured_where(plan, facts, 'engagement')}",
