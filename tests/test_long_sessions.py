@@ -470,7 +470,9 @@ FILTERS: dict[str, tuple[Callable[[Sess], bool], Callable[[Ev], bool]]] = {
     # one value of a session dimension: the rolled days from that value's rollup rows
     "entry_page:is:/v8/0": (lambda s: s.entry == "/v8/0", lambda e: True),
     "page:contains:/v": (lambda s: True, lambda e: "/v" in e.path),
+    # one event name: the rolled days from its 'event' and 'event_source:<name>' rollup rows
     "event:is:signup": (lambda s: True, lambda e: e.name == "signup"),
+    "event:is:page_view": (lambda s: True, lambda e: e.name == "page_view"),
     "event:is_not:signup": (lambda s: True, lambda e: e.name != "signup"),
     "event:matches:.": (lambda s: True, lambda e: True),
 }

@@ -120,6 +120,18 @@ def test_one_value_of_a_session_dimension_may_be_read_from_its_rollup_rows() -> 
     assert reads(one, Needs(rollups=True, one_value=True)).rolled == "rollups"
 
 
+def test_one_event_name_may_be_read_from_its_rollup_rows() -> None:
+    assert planned("event:is:signup").rolled_event == "signup"
+    assert planned("event:is:page_view").rolled_event == "page_view"
+    for other in (("event:is:signup|x",), ("event:is_not:signup",), ("event:is:web_vitals",)):
+        assert planned(*other).rolled_event is None, other
+    assert planned("event:is:signup", "country:is:DE").rolled_event is None
+    one = planned("event:is:signup")
+    assert one.rolled_value is None and one.counting is Counting.IN_RANGE
+    assert reads(one, Needs(rollups=True)).rolled == ""
+    assert reads(one, Needs(rollups=True, one_value=True)).rolled == "rollups"
+
+
 def test_a_plan_does_not_change() -> None:
     p = planned("prop:plan:is:pro")
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -59,6 +59,11 @@ def query_metrics(store: EventStore, query: Query) -> Metrics:
     facts = runner.facts(p, Needs(edges=True, rollups=True, less_dropped=True, one_value=True))
     if p.rolled_value is not None and facts.rolled:
         return _with_value_rollups(runner, p, facts)
+    if p.rolled_event is not None and facts.rolled:
+        rolled = _with_event_rollups(runner, p, facts)
+        if rolled is not None:
+            return rolled
+        facts = runner.facts(p, Needs(edges=True))  # a rolled day lacks its rows yet
     if p.filters and not p.drops_reported_events:
         return _from_rows(runner.named(reports.metrics(p, facts)))
     return _with_rollups(runner, p, facts)
@@ -144,6 +149,41 @@ def _with_value_rollups(runner: Runner, p: Plan, facts: Facts) -> Metrics:
             sources[value] = sources.get(value, 0) + int(row["sessions"])
     for row in sources_rows[0] if sources_rows else ():
         sources[row["value"]] = sources.get(row["value"], 0) + int(row["sessions"])
+    result.traffic_sources = dict(sorted(sources.items(), key=lambda kv: (-kv[1], kv[0])))
+    return result
+
+
+def _with_event_rollups(runner: Runner, p: Plan, facts: Facts) -> Metrics | None:
+    """With one filter that is ``event:is`` one name (:attr:`Plan.rolled_event`): the rolled
+    days from that name's ``event`` rows of the daily rollups, whose figures are those the
+    session rows count for a session wholly in the range, and their traffic sources from its
+    ``event_source:<name>`` rows; the rest from the session rows. None when a rolled day lacks
+    those rows (rolled up before they existed, until :meth:`svc.storage.rollups.Rollups.
+    fill_added_rows` has run): the report then reads every day from the session rows."""
+    name = p.rolled_event
+    assert name is not None
+    by_source = f"event_source:{name}"
+    rest, sums = runner.together(
+        reports.metrics(p, facts),
+        session_sql.rollup_sums(p, facts, ["event", by_source, "event_source"]),
+    )
+    # the marker rows' sessions are 1 each: the rolled days that have the rows by source
+    marked = sum(int(r["sessions"]) for r in sums if r["dimension"] == "event_source")
+    if marked != len(facts.rolled):
+        return None
+    result = _from_rows(rest)
+    sources = dict(result.traffic_sources)
+    for row in sums:
+        if row["dimension"] == "event" and row["value"] == name:
+            result.sessions += int(row["sessions"])
+            result.pageviews += int(row["pageviews"])
+            result.events += int(row["events"])
+            result.bounces += int(row["bounces"])
+            result.sessions_with_pageview += int(row["sessions_with_pv"])
+            result.duration_ms += int(row["duration_ms"])
+            result.visitors += int(row["visitors"])
+        elif row["dimension"] == by_source:
+            sources[row["value"]] = sources.get(row["value"], 0) + int(row["sessions"])
     result.traffic_sources = dict(sorted(sources.items(), key=lambda kv: (-kv[1], kv[0])))
     return result
 

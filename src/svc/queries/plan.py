@@ -42,6 +42,7 @@ from typing import Any
 from svc.queries.dates import DateRange
 from svc.queries.dimensions import Dimension
 from svc.queries.filters import Filter
+from svc.schema.measurements import MEASUREMENTS
 
 #: A crossing session whose events outside the range all lie within this of its ends is read
 #: with the others, between their first and last events; a longer one by itself (its id picks
@@ -156,7 +157,7 @@ class Plan:
         return (
             not self.filters
             or (less_dropped and self.drops_reported_events)
-            or (one_value and self.rolled_value is not None)
+            or (one_value and (self.rolled_value is not None or self.rolled_event is not None))
         )
 
     @property
@@ -173,6 +174,22 @@ class Plan:
         if f.dimension.level != "session" or f.op != "is" or len(f.values) != 1 or f.params:
             return None
         return f.dimension.name, f.values[0]
+
+    @property
+    def rolled_event(self) -> str | None:
+        """The name when the one filter is ``event:is`` one event name (not a page
+        measurement, which no report counts): the daily rollups hold per day that name's
+        ``event`` row, whose figures are those the session rows count (:attr:`Counting.
+        IN_RANGE`) for the day's sessions with that event when they are wholly in the range,
+        and their sessions per source (``event_source:<name>`` rows; svc.storage.rollups).
+        None otherwise, and when the range reaches before the project's raw events (as
+        :attr:`rolled_value`)."""
+        if len(self.filters) != 1 or self.days_before_raw is not None:
+            return None
+        f = self.filters[0]
+        if f.dimension.name != "event" or f.op != "is" or len(f.values) != 1 or f.params:
+            return None
+        return None if f.values[0] in MEASUREMENTS else f.values[0]
 
     @property
     def may_read_rolled_sessions(self) -> bool:
@@ -300,7 +317,8 @@ class Needs:
     rollups serve (for a breakdown by ``property_key``, not the days it has too many values
     on; with ``less_dropped``, also under one filter that drops only reported events, which
     the report takes away; with ``one_value``, also under one filter that is one value of a
-    session dimension, whose rollup rows the report reads: :attr:`Plan.rolled_value`);
+    session dimension or ``event:is`` one name, whose rollup rows the report reads:
+    :attr:`Plan.rolled_value`, :attr:`Plan.rolled_event`);
     ``rolled_sessions``: the rolled-up days whose sessions ``rolled_sessions`` serves, and
     the hashes of the paths a page filter matches there. Each only where the plan allows it
     (:meth:`Plan.may_roll_up`, :attr:`Plan.may_read_rolled_sessions`)."""

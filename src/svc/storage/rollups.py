@@ -16,7 +16,9 @@ Beside a day's totals (dimension ''), whose ``visitors`` are the distinct visito
 sessions, a ``next_day`` row holds in ``visitors`` how many of those ids have an event on the
 next UTC day (sessions that cross midnight): with them the time series adds up the exact
 visitors of a span of days (svc.queries.series_visitors); and ``start_hour`` rows hold the
-totals' figures per UTC hour the day's sessions began in (an hourly series' sessions). Days
+totals' figures per UTC hour the day's sessions began in (an hourly series' sessions), and
+``event_source:<name>`` rows the sessions with an event of that name per source (GET /metrics
+under ``event:is:<name>``; their ``event_source`` marker row's ``sessions`` is 1). Days
 rolled up before those rows existed get them once, under their current version, at the
 first pass after start (:meth:`Rollups.fill_added_rows`): small statements a day (1.2 s for
 the ``next_day`` rows of the 30 days of a 100M-event project), not the day's whole rollup.
@@ -179,6 +181,48 @@ HAVING count() > 0
 #: _event_day_sqls for a day without long sessions, and for one with them.
 _EVENT_DAY_SQLS = {False: _event_day_sqls(False), True: _event_day_sqls(True)}
 
+
+def _event_source_sqls(long: bool) -> tuple[str, ...]:
+    """The ``event_source:<name>`` rows of a day: per event name and source (the value), the
+    sessions of the day with an event of that name (those of its ``event`` row), the other
+    figures 0; ``page_view``'s from the sessions with page views, as :data:`_EVENT_DAY_SQL`
+    counts them. Then the marker row (``event_source``, '') that says the day has them, whose
+    ``sessions`` is 1 (a reader sums it over the rolled days to count the days that have
+    them). GET /metrics under ``event:is:<name>`` takes its rolled days' traffic sources from
+    these rows (svc.queries.metrics)."""
+    source = rollup_dimensions()["source"]
+    sessions = (
+        f"SELECT session_id, toString({source}) AS source, pageviews FROM sessions FINAL "
+        "WHERE project_id = {project:String} AND session_day = {day:Date}"
+    )
+    insert = (
+        "INSERT INTO session_rollups (project_id, dimension, session_day, value, sessions, "
+        "version) "
+    )
+    names = (
+        "SELECT DISTINCT session_id, toString(name) AS value FROM report_events "
+        f"WHERE {_day_events(long)} AND name != 'page_view'"
+    )
+    others = (
+        f"{insert}SELECT {{project:String}}, concat('event_source:', p.value) AS d, "
+        "{day:Date}, s.source AS src, count(), {version:UInt64} "
+        f"FROM ({names}) AS p INNER JOIN ({sessions}) AS s ON s.session_id = p.session_id "
+        "GROUP BY d, src"
+    )
+    views = (
+        f"{insert}SELECT {{project:String}}, 'event_source:page_view', {{day:Date}}, source, "
+        f"count(), {{version:UInt64}} FROM ({sessions}) WHERE pageviews > 0 GROUP BY source"
+    )
+    marker = (
+        f"{insert}VALUES ({{project:String}}, 'event_source', {{day:Date}}, '', 1, "
+        "{version:UInt64})"
+    )
+    return others, views, marker
+
+
+#: _event_source_sqls for a day without long sessions, and for one with them.
+_EVENT_SOURCE_SQLS = {False: _event_source_sqls(False), True: _event_source_sqls(True)}
+
 #: A day's long sessions: their ids, and their first and last events outside the day and the
 #: next (storage/migrations/012).
 _LONG_SESSIONS_SQL = (
@@ -276,7 +320,7 @@ GROUP BY hour
 
 #: The rows added to the rollups after days were rolled up without them, and the marker row
 #: (dimension, value) of each that every day rolled up since has.
-_ADDED_ROWS = (("next_day", ""), ("start_hour", ""))
+_ADDED_ROWS = (("next_day", ""), ("start_hour", ""), ("event_source", ""))
 
 #: The current version of every rolled-up day without the marker row ``{dimension}``,
 #: ``{value}`` (rolled up before the rollups had those rows).
@@ -361,10 +405,10 @@ class Rollups:
         return {str(p): _as_date(d) for p, d in rows}
 
     def fill_added_rows(self) -> int:
-        """Write the ``next_day`` and ``start_hour`` rows of every rolled-up day that lacks
-        them (rolled up before the rollups had them), under its current version, but the
-        days whose sessions retention deleted. Once per start, before the first pass. How
-        many days got rows."""
+        """Write the ``next_day``, ``start_hour`` and ``event_source`` rows of every rolled-up
+        day that lacks them (rolled up before the rollups had them), under its current version,
+        but the days whose sessions retention deleted. Once per start, before the first pass.
+        How many days got rows."""
         self._filled = True
         kept_from = self.raw_horizons()
         filled: set[tuple[str, date]] = set()
@@ -380,6 +424,9 @@ class Rollups:
                 if dimension == "next_day":
                     params = self._long_params(params)
                     sqls: tuple[str, ...] = (_NEXT_DAY_SQLS["long_ids" in params],)
+                elif dimension == "event_source":
+                    params = self._long_params(params)
+                    sqls = _EVENT_SOURCE_SQLS["long_ids" in params]
                 else:
                     sqls = _START_HOUR_SQLS
                 with self.store.write_lock:
@@ -417,7 +464,7 @@ class Rollups:
             self.store.client.command(self._sql, parameters=params)
             self.store.client.command(_PAGE_DAY_SQL, parameters=params)
             self.store.client.command(_EVENT_DAY_SQL, parameters=params)
-            for sql in _EVENT_DAY_SQLS[long]:
+            for sql in (*_EVENT_DAY_SQLS[long], *_EVENT_SOURCE_SQLS[long]):
                 self.store.client.command(sql, parameters=params)
             self.store.client.command(_SESSIONS_DAY_SQL, parameters=params)
             self.store.client.command(_PATHS_DAY_SQL, parameters=params)

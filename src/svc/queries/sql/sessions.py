@@ -280,7 +280,10 @@ def session_rows(plan: Plan, facts: Facts, extra: dict[str, Dimension] | None = 
     source = "sessions AS s FINAL"
     counting = plan.counting
     if counting is Counting.IN_RANGE:  # the sessions with a matching event
-        matching = counts_by_session(plan, plan.event_table(), plan.event_filter)
+        condition = plan.event_filter
+        if facts.rolled:  # their sessions are left out below (events of unrolled days only)
+            condition = f"({condition}) AND {of_unrolled_days()}"
+        matching = counts_by_session(plan, plan.event_table(), condition)
         source += f" INNER JOIN ({matching}) AS m ON m.k = {session_key('s.')}"
         pv, ev = "m.pv", "m.ev"
     elif counting is Counting.DROPPED:  # the sessions' own counts less the dropped events'

@@ -1,0 +1,208 @@
+"""GET /metrics under ``event:is:<name>`` over rolled-up UTC days (svc.queries.metrics,
+``_with_event_rollups``): the same answer, traffic sources included, as the session rows
+give before the days are rolled up, after they are, with a day rolled up before the rollups
+had their ``event_source`` rows (read from the session rows), and after
+:meth:`svc.storage.rollups.Rollups.fill_added_rows` wrote them.
+
+The rows are written into a real store (chDB) as ingestion writes them (session ids and
+starts from its tracker, visitor ids mixed with the day of the session's start) and read in a
+process of its own (one chDB engine per process)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from svc.ingestion.identity import SessionTracker, stored_visitor_id
+from svc.storage.events import EventRow, ch_time
+
+PROJECT = "event-rollups"
+TODAY = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+MINUTE = 60_000
+SOURCES = ("google", "direct", "bing")
+#: Ranges (first, last: days before today) and filters read.
+RANGES = [(9, 1), (8, 2), (6, 4), (5, 5)]
+FILTERS = ["event:is:signup", "event:is:page_view", "event:is:none"]
+#: The day whose event_source rows are deleted (as if rolled up before they existed).
+OLD_DAY = 5
+
+
+def d(k: int, hour: int = 0, minute: int = 0) -> int:
+    """Milliseconds at ``hour:minute`` UTC on the day ``k`` days before today."""
+    return int((TODAY - timedelta(days=k, hours=-hour, minutes=-minute)).timestamp() * 1000)
+
+
+def arrivals() -> list[tuple[int, int, str, str]]:
+    """Every event (person, ts, name, source), in the order ingestion sees them: sessions on
+    days 1 to 9 from three sources, a third of them with a signup (one across midnight, its
+    signup on the next day), a visitor with two sessions a day."""
+    out: list[tuple[int, int, str, str]] = []
+    for k in range(9, 0, -1):
+        for p in range(12):
+            source = SOURCES[(p + k) % 3]
+            t = d(k, 6 + p)
+            out += [(p, t + i * MINUTE, "page_view", source) for i in range(1 + p % 3)]
+            if (p + k) % 3 != 1 or p % 2:
+                out.append((p, t + 5 * MINUTE, "signup", source))
+        out += [(50, d(k, 23, 50), "page_view", "bing"), (50, d(k - 1, 0, 10), "signup", "bing")]
+        out += [(51, d(k, 3), "signup", "google"), (51, d(k, 5), "page_view", "direct")]
+    return out
+
+
+def inserts() -> list[tuple[str, str]]:
+    """One insert per UTC day of the events, in order."""
+    tracker = SessionTracker(30 * MINUTE)
+    by_day: dict[str, list[bytes]] = {}
+    for person, ts, name, source in arrivals():
+        sid, start = tracker.assign(PROJECT, person, ts)
+        row = EventRow(
+            project_id=PROJECT,
+            ts=ch_time(ts),
+            received_at=ch_time(ts),
+            event_id="",
+            name=name,
+            session_id=sid,
+            visitor_id=stored_visitor_id(person, start),
+            hostname="acme.test",
+            path="/",
+            url="https://acme.test/",
+            referrer="",
+            referrer_host="",
+            source=source,
+            channel=source,
+            utm_source="",
+            utm_medium="",
+            utm_campaign="",
+            utm_content="",
+            utm_term="",
+            click_id="",
+            properties={},
+            browser="Chrome",
+            browser_version="126.0",
+            os="Linux",
+            os_version="",
+            device="desktop",
+            screen_width=0,
+            country="",
+            region="",
+            city="",
+            session_start=ch_time(start),
+        )
+        when = datetime.fromtimestamp(ts / 1000, UTC).date().isoformat()
+        by_day.setdefault(when, []).append(msgspec.json.encode(row))
+    return [(f"{PROJECT}-{when}", (b"\n".join(r) + b"\n").decode()) for when, r in by_day.items()]
+
+
+_READ = """
+import json, sys
+from datetime import date
+from pathlib import Path
+from svc.queries.dates import DateRange
+from svc.queries.filters import parse_filters
+from svc.queries.metrics import query_metrics
+from svc.queries.plan import Query
+from svc.settings import Settings
+from svc.storage.events import EventStore
+from svc.storage.rollups import Rollups
+
+store = EventStore(Settings.from_env(data_dir=Path(sys.argv[1])))
+store.migrate()
+project, old_day, cases = sys.argv[2], date.fromisoformat(sys.argv[3]), json.loads(sys.argv[4])
+for token, data in json.load(sys.stdin):
+    store.insert_ndjson(data.encode(), token)
+
+def read(tag):
+    out[tag] = {}
+    for first, last, flt in cases:
+        rng = DateRange(date.fromisoformat(first), date.fromisoformat(last), "UTC")
+        q = Query(project, rng, tuple(parse_filters([flt])))
+        out[tag][f"{first} {last} {flt}"] = query_metrics(store, q).to_json()
+
+def marked():
+    return store.query("SELECT count() FROM session_rollups WHERE dimension = 'event_source' "
+                       "AND (session_day, version) IN (SELECT session_day, max(version) "
+                       "FROM rollup_days GROUP BY session_day)")[0][0]
+
+out = {}
+read("before")
+out["rolled_days"] = Rollups(store).refresh()
+out["marked"] = marked()
+read("rolled")
+store.client.command("DELETE FROM session_rollups WHERE startsWith(dimension, 'event_source') "
+                     "AND session_day = {d:Date}", parameters={"d": old_day})
+out["marked_old"] = marked()
+read("old")
+out["filled_days"] = Rollups(store).fill_added_rows()
+out["marked_filled"] = marked()
+read("filled")
+store.close()
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def read(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    day = lambda k: (TODAY - timedelta(days=k)).date().isoformat()  # noqa: E731
+    cases = [(day(first), day(last), flt) for first, last in RANGES for flt in FILTERS]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _READ,
+            str(tmp_path_factory.mktemp("event-rollups") / "data"),
+            PROJECT,
+            day(OLD_DAY),
+            json.dumps(cases),
+        ],
+        input=json.dumps(inserts()),
+        text=True,
+        capture_output=True,
+        check=False,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out: dict[str, Any] = json.loads(done.stdout)
+    return out
+
+
+def test_every_rolled_day_has_its_event_source_rows_and_an_old_one_gets_them(
+    read: dict[str, Any],
+) -> None:
+    assert read["rolled_days"] >= 9  # (yesterday too once it is over: 01:00 UTC)
+    assert read["marked"] == read["rolled_days"]
+    assert read["marked_old"] == read["rolled_days"] - 1
+    assert read["filled_days"] == 1
+    assert read["marked_filled"] == read["rolled_days"]
+
+
+@pytest.mark.parametrize("tag", ["rolled", "old", "filled"])
+def test_the_metrics_are_the_same_before_and_after_the_rollups(
+    read: dict[str, Any], tag: str
+) -> None:
+    for case, metrics in read[tag].items():
+        assert metrics == read["before"][case], (tag, case)
+
+
+def test_the_signups_count_what_was_sent(read: dict[str, Any]) -> None:
+    """Over days 8 to 2, by hand: the sessions with a signup in the range and their
+    sources (the session across midnight of day 9 has its signup on day 8)."""
+    signups = read["before"][
+        f"{(TODAY - timedelta(days=8)).date()} {(TODAY - timedelta(days=2)).date()} event:is:signup"
+    ]
+    want: dict[str, int] = {}
+    for k in range(8, 1, -1):
+        for p in range(12):
+            if (p + k) % 3 != 1 or p % 2:
+                source = SOURCES[(p + k) % 3]
+                want[source] = want.get(source, 0) + 1
+    want["bing"] += 7  # visitor 50's, signing up after midnight (days 9 to 3)
+    want["google"] += 7  # visitor 51's
+    assert signups["trafficSources"] == dict(sorted(want.items(), key=lambda kv: (-kv[1], kv[0])))
+    assert signups["sessions"] == sum(want.values()) and signups["pageviews"] == 0
