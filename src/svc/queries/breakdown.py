@@ -10,7 +10,7 @@ events that carry the property.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from svc.errors import InvalidRequest
@@ -79,8 +79,8 @@ def needs(p: Plan, dim: Dimension) -> Needs:
     """What a breakdown by ``dim`` reads first: the sessions that cross an end of the range
     and their events outside it for the session rows (per page for the page rows; the other
     rows count the events in the range themselves); the rolled-up days, from the sessions of
-    ``rolled_sessions`` (a session dimension, with filters on the page and session
-    dimensions) or from the rollups, which hold the session dimensions, the page, the event
+    ``rolled_sessions`` (a session dimension or the page, with filters on the page and
+    session dimensions) or from the rollups, which hold the session dimensions, the page, the event
     name, the hostname and the custom properties (each day but those with too many values of
     the key), without filters."""
     kind = rows_kind(p, dim)
@@ -88,7 +88,7 @@ def needs(p: Plan, dim: Dimension) -> Needs:
     return Needs(
         edges=kind in ("session", "event_name"),
         page_edges=kind == "page",
-        rolled_sessions=kind == "session",
+        rolled_sessions=kind in ("session", "page"),
         rollups=kind != "events" or dim.name == "hostname" or key is not None,
         property_key=key,
     )
@@ -116,6 +116,8 @@ def query_breakdown(
     if not facts.rolled:
         stmt = reports.breakdown(p, facts, dim, kind, page.order, page.limit, page.offset, only)
         return _result(runner.named(stmt), dim, page)
+    if p.filters and kind == "page":  # the rolled days' pages, from rolled_sessions
+        return _pages_with_rolled_days(runner, p, facts, dim, page, only)
     if p.filters:  # the rolled days' sessions, from rolled_sessions
         rolled = reports.rolled_by_value(p, facts, dim)
     else:  # the rolled days from the daily rollups
@@ -159,6 +161,31 @@ def _with_rolled_days(
     a person on one day); then ordered and paged (with ``only``, those values alone)."""
     rest = reports.by_value(p, facts, dim, kind, only)
     rest_rows, rolled_rows = runner.together(rest, rolled)
+    rows = [*rolled_rows, *rest_rows]
+    if only is not None:
+        wanted = set(only)
+        rows = [r for r in rows if r["value"] in wanted]
+    return _added_up(rows, dim, page)
+
+
+def _pages_with_rolled_days(
+    runner: Runner,
+    p: Plan,
+    facts: Facts,
+    dim: Dimension,
+    page: Page,
+    only: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """The page breakdown under filters: the days not rolled up from the page rows, the
+    rolled days from the sessions of ``rolled_sessions`` (svc.queries.sql.sessions.
+    rolled_pages), added up by page; but when a page of the rolled days' sessions has a hash
+    that is not one path's of its day (a collision), every day from the page rows."""
+    rest = reports.by_value(p, facts, dim, "page", only)
+    rest_rows, rolled_rows = runner.together(rest, session_sql.rolled_pages(p, facts))
+    if any(int(r["clash"]) for r in rolled_rows):
+        whole = replace(facts, rolled=(), matching_hashes=None)
+        stmt = reports.breakdown(p, whole, dim, "page", page.order, page.limit, page.offset, only)
+        return _result(runner.named(stmt), dim, page)
     rows = [*rolled_rows, *rest_rows]
     if only is not None:
         wanted = set(only)
