@@ -162,7 +162,13 @@ def test_which_reads_may_take_rolled_days() -> None:
     ("by", "filters", "kind", "needs"),
     [
         ("source", (), "session", Needs(edges=True, rolled_sessions=True, rollups=True)),
-        ("page", (), "page", Needs(page_edges=True, rollups=True)),
+        ("page", (), "page", Needs(page_edges=True, rolled_sessions=True, rollups=True)),
+        (
+            "page",
+            ("country:is:DE",),
+            "page",
+            Needs(page_edges=True, rolled_sessions=True, rollups=True),
+        ),
         ("page", ("event:is:signup",), "events", Needs()),
         ("event", ("page:is:/a",), "event_name", Needs(edges=True, rollups=True)),
         ("hostname", (), "events", Needs(rollups=True)),
@@ -208,6 +214,12 @@ def test_where_a_breakdown_reads_from(
             ("page:is:/a",),
             Needs(edges=True, rolled_sessions=True, rollups=True),
             Reads(True, True, True, False, "rolled_sessions"),
+        ),
+        # a page breakdown filtered on a session dimension: rolled_sessions too
+        (
+            ("country:is:DE",),
+            Needs(page_edges=True, rolled_sessions=True, rollups=True),
+            Reads(True, True, False, True, "rolled_sessions"),
         ),
         # a hostname breakdown with a filter: the events, and nothing to read first
         (("source:is:google",), Needs(rollups=True), Reads()),
