@@ -114,16 +114,10 @@ def _day_events(long: bool) -> str:
 
 
 def _event_day_sqls(long: bool) -> tuple[str, ...]:
-    """The statements that roll up a day from the events of its sessions (the event names,
-    the custom properties, the hostnames); with ``long``, for a day with long sessions."""
+    """The statements that roll up a day from the events of its sessions (the custom
+    properties, the hostnames; the event names: :func:`_event_name_sqls`); with ``long``, for
+    a day with long sessions."""
     day_events = _day_events(long)
-    # The event dimension: per name the events but page views of the day's sessions (from
-    # the report events; the page views are rolled up from the sessions: _EVENT_DAY_SQL).
-    other_events = _per_value_sql(
-        "'event'",
-        "SELECT session_id, toString(name) AS value, 0 AS pv, count() AS ev FROM report_events "
-        f"WHERE {day_events} AND name != 'page_view' GROUP BY session_id, value",
-    )
     # The custom properties of the events of a day's sessions, one row per (session, key,
     # value): the events with that value of the key, page views among them.
     property_rows = f"""
@@ -154,7 +148,7 @@ FROM ({skipped_keys})
         f"count() AS ev FROM events WHERE {day_events} AND {COUNTED_SQL} "
         "GROUP BY session_id, value",
     )
-    return other_events, hostnames, properties, skipped_properties
+    return hostnames, properties, skipped_properties
 
 
 #: The page dimension: one row per page with page views that day (a page breakdown counts
@@ -165,63 +159,79 @@ _PAGE_DAY_SQL = _per_value_sql(
     "WHERE project_id = {project:String} AND session_day = {day:Date} AND pageviews > 0",
 )
 
-#: The event dimension: the page views of the sessions that day (``page_view``, from the
-#: sessions); the other events of those sessions are rolled up by _event_day_sqls.
-_EVENT_DAY_SQL = """
-INSERT INTO session_rollups
-SELECT {project:String}, 'event', {day:Date}, 'page_view',
-    count(), sum(pageviews), sum(pageviews), countIf(pageviews = 1 AND events = 1),
-    count(), sum(dateDiff('millisecond', first_ts, last_ts)),
-    uniqExact(visitor_id), {version:UInt64}
-FROM sessions FINAL
-WHERE project_id = {project:String} AND session_day = {day:Date} AND pageviews > 0
-HAVING count() > 0
-"""
-
 #: _event_day_sqls for a day without long sessions, and for one with them.
 _EVENT_DAY_SQLS = {False: _event_day_sqls(False), True: _event_day_sqls(True)}
 
 
-def _event_source_sqls(long: bool) -> tuple[str, ...]:
-    """The ``event_source:<name>`` rows of a day: per event name and source (the value), the
-    sessions of the day with an event of that name (those of its ``event`` row), the other
-    figures 0; ``page_view``'s from the sessions with page views, as :data:`_EVENT_DAY_SQL`
-    counts them. Then the marker row (``event_source``, '') that says the day has them, whose
-    ``sessions`` is 1 (a reader sums it over the rolled days to count the days that have
-    them). GET /metrics under ``event:is:<name>`` takes its rolled days' traffic sources from
-    these rows (svc.queries.metrics)."""
+def _event_name_sqls(long: bool, dimensions: tuple[str, ...]) -> tuple[str, ...]:
+    """The rows of the event names of a day in ``dimensions``: ``event`` (per name, the
+    day's sessions with an event of that name, as a breakdown by the event name counts them:
+    the name's page views and events, bounce and duration of the whole session) and
+    ``event_source`` (the same per name and source of those sessions: dimension
+    ``event_source:<name>``, the source as the value; GET /metrics under ``event:is:<name>``
+    takes its rolled days' traffic sources from them, svc.queries.metrics). The other events
+    from the report events, the page views (``page_view``) from the sessions, in one pass
+    each over the day's sessions; with ``event_source``, then the marker row (``event_source``,
+    '') that says the day has those rows, whose ``sessions`` is 1 (a reader sums it over the
+    rolled days to count the days that have them)."""
+    pairs = {
+        "event": ("'event'", "{value}"),
+        "event_source": ("concat('event_source:', {value})", "toString({source})"),
+    }
+
+    def array(value: str, source: str) -> str:
+        chosen = (pairs[d] for d in dimensions)
+        return ", ".join(
+            f"({d.format(value=value)}, {v.format(value=value, source=source)})" for d, v in chosen
+        )
+
     source = rollup_dimensions()["source"]
-    sessions = (
-        f"SELECT session_id, toString({source}) AS source, pageviews FROM sessions FINAL "
-        "WHERE project_id = {project:String} AND session_day = {day:Date}"
-    )
-    insert = (
-        "INSERT INTO session_rollups (project_id, dimension, session_day, value, sessions, "
-        "version) "
-    )
     names = (
-        "SELECT DISTINCT session_id, toString(name) AS value FROM report_events "
-        f"WHERE {_day_events(long)} AND name != 'page_view'"
+        "SELECT session_id, toString(name) AS value, count() AS ev FROM report_events "
+        f"WHERE {_day_events(long)} AND name != 'page_view' GROUP BY session_id, value"
     )
-    others = (
-        f"{insert}SELECT {{project:String}}, concat('event_source:', p.value) AS d, "
-        "{day:Date}, s.source AS src, count(), {version:UInt64} "
-        f"FROM ({names}) AS p INNER JOIN ({sessions}) AS s ON s.session_id = p.session_id "
-        "GROUP BY d, src"
+    joined = (
+        f"SELECT p.value AS value, p.ev AS ev, s.source AS source, s.pageviews AS pageviews, "
+        "s.events AS events, s.dur AS dur, s.visitor_id AS visitor_id "
+        f"FROM ({names}) AS p INNER JOIN (SELECT session_id, visitor_id, pageviews, events, "
+        f"dateDiff('millisecond', first_ts, last_ts) AS dur, {source} AS source "
+        "FROM sessions FINAL WHERE project_id = {project:String} AND session_day = {day:Date}"
+        ") AS s ON s.session_id = p.session_id"
     )
-    views = (
-        f"{insert}SELECT {{project:String}}, 'event_source:page_view', {{day:Date}}, source, "
-        f"count(), {{version:UInt64}} FROM ({sessions}) WHERE pageviews > 0 GROUP BY source"
-    )
+    others = f"""
+INSERT INTO session_rollups
+SELECT {{project:String}}, dv.1 AS dimension_name, {{day:Date}}, dv.2 AS name_value,
+    count(), 0, sum(ev), countIf(pageviews = 1 AND events = 1), countIf(pageviews > 0),
+    sum(dur), uniqExact(visitor_id), {{version:UInt64}}
+FROM ({joined}) ARRAY JOIN [{array("value", "source")}] AS dv
+GROUP BY dimension_name, name_value
+"""
+    views = f"""
+INSERT INTO session_rollups
+SELECT {{project:String}}, dv.1 AS dimension_name, {{day:Date}}, dv.2 AS name_value,
+    count(), sum(pageviews), sum(pageviews), countIf(pageviews = 1 AND events = 1),
+    count(), sum(dateDiff('millisecond', first_ts, last_ts)),
+    uniqExact(visitor_id), {{version:UInt64}}
+FROM sessions FINAL ARRAY JOIN [{array("'page_view'", source)}] AS dv
+WHERE project_id = {{project:String}} AND session_day = {{day:Date}} AND pageviews > 0
+GROUP BY dimension_name, name_value
+"""
+    if "event_source" not in dimensions:
+        return others, views
     marker = (
-        f"{insert}VALUES ({{project:String}}, 'event_source', {{day:Date}}, '', 1, "
-        "{version:UInt64})"
+        "INSERT INTO session_rollups (project_id, dimension, session_day, value, sessions, "
+        "version) VALUES ({project:String}, 'event_source', {day:Date}, '', 1, {version:UInt64})"
     )
     return others, views, marker
 
 
-#: _event_source_sqls for a day without long sessions, and for one with them.
-_EVENT_SOURCE_SQLS = {False: _event_source_sqls(False), True: _event_source_sqls(True)}
+#: _event_name_sqls of both dimensions (a day's rollup), and of ``event_source`` alone (a day
+#: rolled up before the rollups had it: :meth:`Rollups.fill_added_rows`), for a day without
+#: long sessions and for one with them.
+_EVENT_NAME_SQLS = {
+    long: _event_name_sqls(long, ("event", "event_source")) for long in (False, True)
+}
+_EVENT_SOURCE_SQLS = {long: _event_name_sqls(long, ("event_source",)) for long in (False, True)}
 
 #: A day's long sessions: their ids, and their first and last events outside the day and the
 #: next (storage/migrations/012).
@@ -463,8 +473,7 @@ class Rollups:
             locked = time.perf_counter()
             self.store.client.command(self._sql, parameters=params)
             self.store.client.command(_PAGE_DAY_SQL, parameters=params)
-            self.store.client.command(_EVENT_DAY_SQL, parameters=params)
-            for sql in (*_EVENT_DAY_SQLS[long], *_EVENT_SOURCE_SQLS[long]):
+            for sql in (*_EVENT_NAME_SQLS[long], *_EVENT_DAY_SQLS[long]):
                 self.store.client.command(sql, parameters=params)
             self.store.client.command(_SESSIONS_DAY_SQL, parameters=params)
             self.store.client.command(_PATHS_DAY_SQL, parameters=params)
