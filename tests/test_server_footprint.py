@@ -81,6 +81,28 @@ def test_the_store_inserts_and_reads_without_data_frame_libraries() -> None:
     assert out.stdout.strip().splitlines()[-1:] in ([], [""])
 
 
+_ALLOCATOR = """
+import os, sys, tempfile
+from pathlib import Path
+from svc.settings import Settings
+from svc.storage.events import EventStore
+os.environ.pop("JE_MALLOC_CONF", None)
+store = EventStore(Settings.from_env(data_dir=Path(tempfile.mkdtemp())))
+stats = store.query("SELECT * FROM system.jemalloc_stats")[0][0]
+store.close()
+print([line.strip() for line in stats.splitlines() if "opt.dirty_decay_ms" in line][0])
+"""
+
+
+def test_the_embedded_engine_hands_freed_pages_back_after_a_second() -> None:
+    """ClickHouse's allocator keeps freed pages 5 s; the store asks for 1 s (jemalloc's
+    JE_MALLOC_CONF, read as chDB loads: EMBEDDED_ALLOCATOR_CONF)."""
+    out = subprocess.run(
+        [sys.executable, "-c", _ALLOCATOR], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip().splitlines()[-1].startswith("opt.dirty_decay_ms: 1000"), out.stdout
+
+
 def _rss_mb() -> float:
     with open("/proc/self/status") as status:
         for line in status:

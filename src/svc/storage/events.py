@@ -10,6 +10,7 @@ import contextlib
 import contextvars
 import importlib
 import logging
+import os
 import re
 import sys
 import threading
@@ -174,6 +175,9 @@ def skip_data_frame_libraries(*, chdb: bool) -> None:
 
 def connect(settings: Settings) -> Client:
     """A clickhouse-connect client for the configured store (chDB unless a URL is set)."""
+    if not settings.clickhouse_url:
+        # read once, when chDB is loaded (the first connection): see EMBEDDED_ALLOCATOR_CONF
+        os.environ.setdefault("JE_MALLOC_CONF", EMBEDDED_ALLOCATOR_CONF)
     skip_data_frame_libraries(chdb=not settings.clickhouse_url)
     if settings.clickhouse_url:
         return clickhouse_connect.get_client(
@@ -184,6 +188,14 @@ def connect(settings: Settings) -> Client:
         dsn=f"chdb://{settings.chdb_path.resolve()}", chdb_options=CHDB_OPTIONS
     )
 
+
+#: The embedded engine's allocator (jemalloc, configured by ``JE_MALLOC_CONF`` when chDB is
+#: loaded; an operator's own value is kept): pages a read freed go back to the system after
+#: ~1 s instead of ClickHouse's 5 s, so reads one after another (a dashboard's) do not each
+#: start on top of what the last one left. 29 query kinds over 100M events, each kind's peak
+#: resident memory 10-120 MB lower, in the same times (alternating runs); 0 s (at once) was
+#: 100-250 MB lower but 30-60 % slower (every reused page faulted in again).
+EMBEDDED_ALLOCATOR_CONF = "dirty_decay_ms:1000"
 
 #: The embedded engine's start-up options: ``BACKUP ... TO File(path)`` and ``RESTORE`` may
 #: name any path (svc.backup; only svc's own statements reach the engine).
