@@ -37,6 +37,18 @@ class Metrics:
         """One decimal and a percent sign; ``"0.0%"`` with no sessions."""
         return percent(self.bounces, self.sessions_with_pageview)
 
+    def add(self, row: dict[str, Any]) -> None:
+        """Add the figures of a row of totals (the session rows' ROLLUP row, a rollup's sums:
+        ``sessions``, ``pageviews``, ``events``, ``bounces``, ``sessions_with_pv``,
+        ``duration_ms`` and ``visitors``, which add up over days)."""
+        self.sessions += int(row["sessions"])
+        self.pageviews += int(row["pageviews"])
+        self.events += int(row["events"])
+        self.bounces += int(row["bounces"])
+        self.sessions_with_pageview += int(row["sessions_with_pv"])
+        self.duration_ms += int(row["duration_ms"])
+        self.visitors += int(row["visitors"])
+
     def to_json(self) -> dict[str, Any]:
         return {
             "pageviews": self.pageviews,
@@ -74,13 +86,15 @@ def _from_rows(rows: list[dict[str, Any]]) -> Metrics:
     for row in rows:
         src = row["src"]
         if src == "":
-            result.pageviews, result.events = int(row["pageviews"]), int(row["events"])
-            result.sessions, result.bounces = int(row["sessions"]), int(row["bounces"])
-            result.sessions_with_pageview = int(row["sessions_with_pv"])
-            result.visitors, result.duration_ms = int(row["visitors"]), int(row["duration_ms"])
+            result.add(row)
         else:
             result.traffic_sources[src] = int(row["sessions"])
     return result
+
+
+def _ranked(sources: dict[str, int]) -> dict[str, int]:
+    """Traffic sources, most sessions first (then by name)."""
+    return dict(sorted(sources.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _with_rollups(runner: Runner, p: Plan, facts: Facts) -> Metrics:
@@ -90,15 +104,6 @@ def _with_rollups(runner: Runner, p: Plan, facts: Facts) -> Metrics:
     day: svc.ingestion.identity.stored_visitor_id)."""
     result = Metrics()
     sources: dict[str, int] = {}
-
-    def add(row: dict[str, Any]) -> None:
-        result.sessions += int(row["sessions"])
-        result.pageviews += int(row["pageviews"])
-        result.events += int(row["events"])
-        result.bounces += int(row["bounces"])
-        result.sessions_with_pageview += int(row["sessions_with_pv"])
-        result.duration_ms += int(row["duration_ms"])
-
     statements = [reports.metrics(p, facts)]  # the days not rolled up (facts.rolled)
     if facts.rolled:
         statements.append(session_sql.rollup_sums(p, facts, ["", "source"]))
@@ -108,19 +113,17 @@ def _with_rollups(runner: Runner, p: Plan, facts: Facts) -> Metrics:
     rest, *rolled = runner.together(*statements)
     for row in rolled[0] if rolled else ():
         if row["dimension"] == "":
-            add(row)
-            result.visitors += int(row["visitors"])
+            result.add(row)
         else:
             sources[row["value"]] = sources.get(row["value"], 0) + int(row["sessions"])
     for row in rest:
         if row["src"] == "":  # the rollup row
-            add(row)
-            result.visitors += int(row["visitors"])
+            result.add(row)
         else:
             sources[row["src"]] = sources.get(row["src"], 0) + int(row["sessions"])
     if len(rolled) == 3:
         _take_dropped(runner, p, facts, result, sources, gone=rolled[1], dropped=rolled[2][0])
-    result.traffic_sources = dict(sorted(sources.items(), key=lambda kv: (-kv[1], kv[0])))
+    result.traffic_sources = _ranked(sources)
     return result
 
 
@@ -138,18 +141,12 @@ def _with_value_rollups(runner: Runner, p: Plan, facts: Facts) -> Metrics:
     result = _from_rows(rest)
     sources = dict(result.traffic_sources)
     for row in sums:
-        result.sessions += int(row["sessions"])
-        result.pageviews += int(row["pageviews"])
-        result.events += int(row["events"])
-        result.bounces += int(row["bounces"])
-        result.sessions_with_pageview += int(row["sessions_with_pv"])
-        result.duration_ms += int(row["duration_ms"])
-        result.visitors += int(row["visitors"])
+        result.add(row)
         if dimension == "source":
             sources[value] = sources.get(value, 0) + int(row["sessions"])
     for row in sources_rows[0] if sources_rows else ():
         sources[row["value"]] = sources.get(row["value"], 0) + int(row["sessions"])
-    result.traffic_sources = dict(sorted(sources.items(), key=lambda kv: (-kv[1], kv[0])))
+    result.traffic_sources = _ranked(sources)
     return result
 
 
@@ -175,16 +172,10 @@ def _with_event_rollups(runner: Runner, p: Plan, facts: Facts) -> Metrics | None
     sources = dict(result.traffic_sources)
     for row in sums:
         if row["dimension"] == "event" and row["value"] == name:
-            result.sessions += int(row["sessions"])
-            result.pageviews += int(row["pageviews"])
-            result.events += int(row["events"])
-            result.bounces += int(row["bounces"])
-            result.sessions_with_pageview += int(row["sessions_with_pv"])
-            result.duration_ms += int(row["duration_ms"])
-            result.visitors += int(row["visitors"])
+            result.add(row)
         elif row["dimension"] == by_source:
             sources[row["value"]] = sources.get(row["value"], 0) + int(row["sessions"])
-    result.traffic_sources = dict(sorted(sources.items(), key=lambda kv: (-kv[1], kv[0])))
+    result.traffic_sources = _ranked(sources)
     return result
 
 
