@@ -9,12 +9,16 @@ import string
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 
+from svc.storage.events import EventRow, ch_time
 from tests.parallel import free_port as free_port  # re-exported: tests import it from here
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -179,3 +183,64 @@ class Server:
         import json
 
         return [json.loads(line) for line in r.text.splitlines() if line.strip()]
+
+
+def stored_row(
+    project_id: str,
+    ts: int,
+    start: int,
+    *,
+    name: str,
+    session_id: int,
+    visitor_id: int,
+    path: str,
+    **columns: Any,
+) -> EventRow:
+    """A row as the loader stores it for an event at ``ts`` (ms) of a session that began at
+    ``start`` (ms): a page of acme.test seen by a desktop Chrome on Linux, direct, without
+    properties; ``columns`` sets any other column (``source``, ``referrer``, ...)."""
+    row: dict[str, Any] = {
+        "project_id": project_id,
+        "ts": ch_time(ts),
+        "received_at": ch_time(ts),
+        "event_id": "",
+        "name": name,
+        "session_id": session_id,
+        "visitor_id": visitor_id,
+        "hostname": "acme.test",
+        "path": path,
+        "url": f"https://acme.test{path}",
+        "referrer": "",
+        "referrer_host": "",
+        "source": "direct",
+        "channel": "direct",
+        "utm_source": "",
+        "utm_medium": "",
+        "utm_campaign": "",
+        "utm_content": "",
+        "utm_term": "",
+        "click_id": "",
+        "properties": {},
+        "browser": "Chrome",
+        "browser_version": "126.0",
+        "os": "Linux",
+        "os_version": "",
+        "device": "desktop",
+        "screen_width": 0,
+        "country": "",
+        "region": "",
+        "city": "",
+        "session_start": ch_time(start),
+    }
+    row.update(columns)
+    return EventRow(**row)
+
+
+def inserts_by_day(prefix: str, rows: Iterable[EventRow]) -> list[tuple[str, str]]:
+    """One insert per UTC day of the rows' events, the days and rows in the order the rows
+    come: (deduplication token ``<prefix>-<day>``, NDJSON of the rows)."""
+    by_day: dict[str, list[bytes]] = {}
+    for row in rows:
+        day = datetime.fromtimestamp(int(row.ts.split(".")[0]), UTC).date().isoformat()
+        by_day.setdefault(day, []).append(msgspec.json.encode(row))
+    return [(f"{prefix}-{day}", (b"\n".join(r) + b"\n").decode()) for day, r in by_day.items()]

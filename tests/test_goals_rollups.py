@@ -23,11 +23,10 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-import msgspec
 import pytest
 
 from svc.ingestion.identity import SessionTracker, client_session_id, stored_visitor_id
-from svc.storage.events import EventRow, ch_time
+from tests.support import inserts_by_day, stored_row
 
 PROJECT = "goals-rollups"
 TODAY = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
@@ -142,48 +141,20 @@ def stored() -> list[Stored]:
 
 def inserts() -> list[tuple[str, str]]:
     """One insert per UTC day of arrival (the day of the event, in order)."""
-    by_day: dict[str, list[bytes]] = {}
-    for s in stored():
-        e = s.sent
-        row = EventRow(
-            project_id=PROJECT,
-            ts=ch_time(e.ts),
-            received_at=ch_time(e.ts),
-            event_id="",
-            name=e.name,
+    rows = (
+        stored_row(
+            PROJECT,
+            s.sent.ts,
+            s.start,
+            name=s.sent.name,
             session_id=s.session,
             visitor_id=s.visitor,
-            hostname="acme.test",
-            path=e.path,
-            url=f"https://acme.test{e.path}",
-            referrer="",
-            referrer_host="",
-            source="direct",
-            channel="direct",
-            utm_source="",
-            utm_medium="",
-            utm_campaign="",
-            utm_content="",
-            utm_term="",
-            click_id="",
-            properties={"plan": "pro"} if e.props else {},
-            browser="Chrome",
-            browser_version="126.0",
-            os="Linux",
-            os_version="",
-            device="desktop",
-            screen_width=0,
-            country="",
-            region="",
-            city="",
-            session_start=ch_time(s.start),
+            path=s.sent.path,
+            properties={"plan": "pro"} if s.sent.props else {},
         )
-        when = datetime.fromtimestamp(e.ts / 1000, UTC).date().isoformat()
-        by_day.setdefault(when, []).append(msgspec.json.encode(row))
-    return [
-        (f"goals-rollups-{when}", (b"\n".join(rows) + b"\n").decode())
-        for when, rows in by_day.items()
-    ]
+        for s in stored()
+    )
+    return inserts_by_day("goals-rollups", rows)
 
 
 _READ = """

@@ -23,13 +23,11 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import httpx
-import msgspec
 import pytest
 
 from svc.ingestion.enrich.sources import attribute
 from svc.ingestion.identity import SessionTracker, client_session_id, stored_visitor_id
-from svc.storage.events import EventRow, ch_time
-from tests.support import Server
+from tests.support import Server, inserts_by_day, stored_row
 
 TODAY = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
 UA = (
@@ -315,7 +313,7 @@ def written_rows(project_id: str) -> list[tuple[str, str]]:
     visitor ids mixed with the day of the start, sources attributed by svc."""
     tracker = SessionTracker(30 * MINUTE)
     person = 0x5EED_0000_0000_0008
-    by_day: dict[str, list[bytes]] = {}
+    rows = []
     for n, s in enumerate(WRITTEN):
         for i, e in enumerate(sorted(s.events, key=lambda e: e.ts)):
             if s.client:
@@ -325,45 +323,23 @@ def written_rows(project_id: str) -> list[tuple[str, str]]:
                 sid, start = tracker.assign(project_id, person + n, e.ts)
             referrer = s.referrer if i == 0 else ""
             a = attribute({}, referrer, "acme.test", ["acme.test"])
-            row = EventRow(
-                project_id=project_id,
-                ts=ch_time(e.ts),
-                received_at=ch_time(e.ts),
-                event_id="",
-                name=e.name,
-                session_id=sid,
-                visitor_id=stored_visitor_id(person + n, start),
-                hostname="acme.test",
-                path=e.path,
-                url=f"https://acme.test{e.path}",
-                referrer=referrer,
-                referrer_host=a.referrer_host,
-                source=a.source,
-                channel=a.channel,
-                utm_source="",
-                utm_medium="",
-                utm_campaign="",
-                utm_content="",
-                utm_term="",
-                click_id="",
-                properties=e.props,
-                browser="Chrome",
-                browser_version="126.0",
-                os="Linux",
-                os_version="",
-                device="desktop",
-                screen_width=0,
-                country="",
-                region="",
-                city="",
-                session_start=ch_time(start),
+            rows.append(
+                stored_row(
+                    project_id,
+                    e.ts,
+                    start,
+                    name=e.name,
+                    session_id=sid,
+                    visitor_id=stored_visitor_id(person + n, start),
+                    path=e.path,
+                    referrer=referrer,
+                    referrer_host=a.referrer_host,
+                    source=a.source,
+                    channel=a.channel,
+                    properties=e.props,
+                )
             )
-            when = datetime.fromtimestamp(e.ts / 1000, UTC).date().isoformat()
-            by_day.setdefault(when, []).append(msgspec.json.encode(row))
-    return [
-        (f"long-sessions-{project_id}-{when}", (b"\n".join(rows) + b"\n").decode())
-        for when, rows in sorted(by_day.items())
-    ]
+    return sorted(inserts_by_day(f"long-sessions-{project_id}", rows))
 
 
 def sent_events() -> list[dict[str, Any]]:

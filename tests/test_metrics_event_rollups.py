@@ -17,11 +17,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pytest
 
 from svc.ingestion.identity import SessionTracker, stored_visitor_id
-from svc.storage.events import EventRow, ch_time
+from tests.support import inserts_by_day, stored_row
 
 PROJECT = "event-rollups"
 TODAY = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
@@ -59,45 +58,24 @@ def arrivals() -> list[tuple[int, int, str, str]]:
 def inserts() -> list[tuple[str, str]]:
     """One insert per UTC day of the events, in order."""
     tracker = SessionTracker(30 * MINUTE)
-    by_day: dict[str, list[bytes]] = {}
+    rows = []
     for person, ts, name, source in arrivals():
         sid, start = tracker.assign(PROJECT, person, ts)
-        row = EventRow(
-            project_id=PROJECT,
-            ts=ch_time(ts),
-            received_at=ch_time(ts),
-            event_id="",
-            name=name,
-            session_id=sid,
-            visitor_id=stored_visitor_id(person, start),
-            hostname="acme.test",
-            path="/",
-            url="https://acme.test/",
-            referrer="",
-            referrer_host="",
-            source=source,
-            channel=source,
-            utm_source="",
-            utm_medium="",
-            utm_campaign="",
-            utm_content="",
-            utm_term="",
-            click_id="",
-            properties={},
-            browser="Chrome",
-            browser_version="126.0",
-            os="Linux",
-            os_version="",
-            device="desktop",
-            screen_width=0,
-            country="",
-            region="",
-            city="",
-            session_start=ch_time(start),
+        visitor = stored_visitor_id(person, start)
+        rows.append(
+            stored_row(
+                PROJECT,
+                ts,
+                start,
+                name=name,
+                session_id=sid,
+                visitor_id=visitor,
+                path="/",
+                source=source,
+                channel=source,
+            )
         )
-        when = datetime.fromtimestamp(ts / 1000, UTC).date().isoformat()
-        by_day.setdefault(when, []).append(msgspec.json.encode(row))
-    return [(f"{PROJECT}-{when}", (b"\n".join(r) + b"\n").decode()) for when, r in by_day.items()]
+    return inserts_by_day(PROJECT, rows)
 
 
 _READ = """

@@ -21,11 +21,10 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pytest
 
 from svc.ingestion.identity import SessionTracker, client_session_id, stored_visitor_id
-from svc.storage.events import EventRow, ch_time
+from tests.support import inserts_by_day, stored_row
 
 PROJECT = "series-rollups"
 TODAY = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
@@ -114,48 +113,20 @@ def stored() -> list[Stored]:
 
 def inserts() -> list[tuple[str, str]]:
     """One insert per UTC day of arrival (the day of the event, in order)."""
-    by_day: dict[str, list[bytes]] = {}
-    for e, s in zip(arrivals(), stored(), strict=True):
-        row = EventRow(
-            project_id=PROJECT,
-            ts=ch_time(e.ts),
-            received_at=ch_time(e.ts),
-            event_id="",
+    rows = (
+        stored_row(
+            PROJECT,
+            e.ts,
+            s.start,
             name="page_view",
             session_id=s.session,
             visitor_id=s.visitor,
-            hostname="acme.test",
             path=e.path,
-            url=f"https://acme.test{e.path}",
-            referrer="",
-            referrer_host="",
-            source="direct",
-            channel="direct",
-            utm_source="",
-            utm_medium="",
-            utm_campaign="",
-            utm_content="",
-            utm_term="",
-            click_id="",
-            properties={},
-            browser="Chrome",
-            browser_version="126.0",
-            os="Linux",
-            os_version="",
-            device="desktop",
-            screen_width=0,
-            country="",
-            region="",
-            city="",
-            session_start=ch_time(s.start),
         )
-        when = datetime.fromtimestamp(e.ts / 1000, UTC).date().isoformat()
-        by_day.setdefault(when, []).append(msgspec.json.encode(row))
+        for e, s in zip(arrivals(), stored(), strict=True)
+    )
     # in the order they arrived, one insert per arrival run of a day
-    return [
-        (f"series-rollups-{when}", (b"\n".join(rows) + b"\n").decode())
-        for when, rows in by_day.items()
-    ]
+    return inserts_by_day("series-rollups", rows)
 
 
 _READ = """
