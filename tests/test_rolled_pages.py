@@ -6,6 +6,11 @@ that keeps every event sends a query there) and by hand."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from typing import Any
+
 from tests.support import Server
 from tests.test_sessions_table import (
     EVENTS_PATH,
@@ -55,3 +60,69 @@ def test_page_breakdown_with_filters_over_rolled_days(fresh_server: Server) -> N
         **WIDE,
     )
     assert [r["value"] for r in compared["rows"]] == ["/blog/x", "/pricing"]
+
+
+_RESORT = """
+import json, sys
+from pathlib import Path
+from svc.settings import Settings
+from svc.storage.events import EventStore
+store = EventStore(Settings.from_env(data_dir=Path(sys.argv[1])))
+c = store.client
+key = c.query("SELECT sorting_key FROM system.tables WHERE database = currentDatabase() "
+              "AND name = 'rolled_sessions'").result_rows[0][0]
+rows = c.query("SELECT * FROM rolled_sessions ORDER BY ALL").result_rows
+tables = c.query("SELECT name FROM system.tables WHERE database = currentDatabase() "
+                 "AND name LIKE 'rolled_sessions%' ORDER BY name").result_rows
+print(json.dumps({"key": key, "rows": repr(rows), "tables": [t for t, in tables]}))
+if sys.argv[2] == "unsort":  # as before migration 15, and a crash in the middle of its copy
+    c.command("CREATE TABLE old_rolled AS rolled_sessions ENGINE = MergeTree "
+              "PARTITION BY toYYYYMM(session_day) ORDER BY (project_id, session_day, version)")
+    c.command("INSERT INTO old_rolled SELECT * FROM rolled_sessions")
+    c.command("EXCHANGE TABLES rolled_sessions AND old_rolled")
+    c.command("RENAME TABLE old_rolled TO rolled_sessions_resorted")
+    c.command("TRUNCATE TABLE rolled_sessions_resorted")  # part of the copy, then the crash
+    c.command("INSERT INTO rolled_sessions_resorted SELECT * FROM rolled_sessions LIMIT 1")
+if sys.argv[2] in ("unsort", "unrecord"):  # unrecord: a crash after the exchange
+    c.command("DELETE FROM svc_migrations WHERE version = 15")
+store.close()
+"""
+
+
+def _rolled_sessions(srv: Server, action: str = "") -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, "-c", _RESORT, str(srv.data_dir), action],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found: dict[str, Any] = json.loads(out.stdout.splitlines()[-1])
+    return found
+
+
+def test_rolled_sessions_are_sorted_by_country_once(fresh_server: Server) -> None:
+    """Migration 15 sorts the rolled sessions by country: a store from before it (here one
+    that crashed in the middle of the copy) gets the same rows in the new order, and the same
+    answers; one that crashed after the exchange keeps them."""
+    srv = fresh_server
+    events = [{**e, "ip": e["ip"].replace("10.0.0.", "10.0.7.")} for e in FILTERED_EVENTS]
+    p = rolled_up_project(srv, "resorted", events)
+    asked = [
+        {"by": "page", "filter": "country:is_not:DE"},
+        {"by": "page", "filter": "source:is:google"},
+        {"by": "source", "filter": "page:contains:/blog"},
+    ]
+    before = [get(srv, p, "/metrics/breakdown", **WIDE, **args) for args in asked]
+    srv.stop()
+    sorted_rows = _rolled_sessions(srv, "unsort")
+    assert sorted_rows["key"] == "project_id, session_day, version, country"
+    assert sorted_rows["tables"] == ["rolled_sessions"]
+    unsorted = _rolled_sessions(srv, "")
+    assert unsorted["key"] == "project_id, session_day, version"
+    assert unsorted["tables"] == ["rolled_sessions", "rolled_sessions_resorted"]
+    assert unsorted["rows"] == sorted_rows["rows"]
+    for action in ("unrecord", ""):
+        srv.start()
+        assert [get(srv, p, "/metrics/breakdown", **WIDE, **args) for args in asked] == before
+        srv.stop()
+        assert _rolled_sessions(srv, action) == sorted_rows

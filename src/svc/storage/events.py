@@ -302,6 +302,8 @@ class EventStore:
             self.rebuild_event_hours()
         if versions & _REBUILD_REPORT_EVENTS_AFTER:
             self.rebuild_report_events()
+        if versions & _RESORT_ROLLED_SESSIONS_AFTER:
+            self.resort_rolled_sessions()
         for version, f in pending:
             client.insert(
                 "svc_migrations",
@@ -310,6 +312,22 @@ class EventStore:
             )
             applied.append(version)
         return applied
+
+    def resort_rolled_sessions(self) -> None:
+        """Give ``rolled_sessions`` the sorting key of ``rolled_sessions_resorted``
+        (migrations/015): copy its rows there and exchange the two tables, unless its key
+        has the country already (the exchange was done before a crash, or the table is new).
+        Each step may run again after a crash: the copy starts from an empty table."""
+        client = self.client
+        key = client.query(
+            "SELECT sorting_key FROM system.tables "
+            "WHERE database = currentDatabase() AND name = 'rolled_sessions'"
+        ).result_rows[0][0]
+        if "country" not in key:
+            client.command("TRUNCATE TABLE rolled_sessions_resorted")
+            client.command("INSERT INTO rolled_sessions_resorted SELECT * FROM rolled_sessions")
+            client.command("EXCHANGE TABLES rolled_sessions AND rolled_sessions_resorted")
+        client.command("DROP TABLE IF EXISTS rolled_sessions_resorted")
 
     def rebuild_sessions(self, project_id: str | None = None) -> None:
         """Write the sessions table anew from the stored events, of one project or all.
@@ -633,6 +651,8 @@ _REBUILD_SESSIONS_AFTER = {2}
 _REBUILD_SESSION_PAGES_AFTER = {4}
 _REBUILD_EVENT_HOURS_AFTER = {5}
 _REBUILD_REPORT_EVENTS_AFTER = {6, 8}
+#: The migration after which rolled_sessions is sorted anew (EventStore.resort_rolled_sessions).
+_RESORT_ROLLED_SESSIONS_AFTER = {15}
 
 #: The sessions table's columns taken from the session's first event, after entry_page and
 #: exit (storage/migrations/002_sessions.sql).
