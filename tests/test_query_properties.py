@@ -83,6 +83,10 @@ def test_sums_partitions_and_isolation(server: Server, events: list, noise: list
     assert keys == ([{"key": "plan", "events": with_plan}] if with_plan else [])
     plans = read(server, key, "/metrics/properties", key="plan")["values"]
     assert sum(v["events"] for v in plans) == with_plan
+    assert plans == [  # the breakdown's rows, by events
+        {"value": r["value"], "events": r["events"], "visitors": r["visitors"]}
+        for r in read(server, key, "/metrics/breakdown", by="prop:plan", order="-events")["rows"]
+    ]
     series = read(server, key, "/metrics/timeseries", interval="hour")["points"]
     assert sum(p["pageviews"] for p in series) == total["pageviews"]
     assert sum(p["sessions"] for p in series) == total["sessions"]

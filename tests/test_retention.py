@@ -165,6 +165,7 @@ def test_the_note_says_what_the_days_before_hold_in_each_report() -> None:
     assert nothing in note("breakdown", False, day, "engagement")  # needs raw events
     for kind in ("funnel", "goals", "revenue", "errors", "properties", "vitals", None):
         assert nothing in note(kind, False, day), kind
+    assert rolled in note("properties", False, day, "prop:plan")  # a key's values
 
 
 # the service --------------------------------------------------------------------------------
@@ -179,6 +180,9 @@ def _reads(srv: Server, key: str, first: date, last: date) -> dict[str, Any]:
         r = httpx.get(srv.url + "/metrics/breakdown", params={**rng, "by": by}, headers=auth)
         assert r.status_code == 200, r.text
         out[by] = _drop_notice(r.json())
+    r = httpx.get(srv.url + "/metrics/properties", params={**rng, "key": "plan"}, headers=auth)
+    assert r.status_code == 200, r.text
+    out["values of plan"] = _drop_notice(r.json())
     for interval in ("day", "week"):  # every figure of every point
         r = httpx.get(
             srv.url + "/metrics/timeseries", params={**rng, "interval": interval}, headers=auth

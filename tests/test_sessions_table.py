@@ -165,6 +165,16 @@ def test_daily_rollups_give_the_same_answers(fresh_server: Server) -> None:
         (r["value"], r["visitors"], r["sessions"], r["pageviews"], r["events"], r["bounceRate"])
         for r in plan["rows"]
     ] == [("pro", 2, 2, 1, 3, "50.0%"), ("free", 1, 1, 0, 1, "0.0%")]
+    # a key's values are its breakdown's rows by events, from the rollups where they hold it
+    for key in ("plan", "via"):
+        values = get(srv, p, "/metrics/properties", key=key, **WIDE)["values"]
+        events = get(srv, p, "/metrics/properties", key=key, filter=EVENTS_PATH, **WIDE)
+        assert values == events["values"], key
+    values = get(srv, p, "/metrics/properties", key="plan", **WIDE)["values"]
+    assert values == [
+        {"value": "pro", "events": 3, "visitors": 2},
+        {"value": "free", "events": 1, "visitors": 1},
+    ]
     names = get(srv, p, "/metrics/breakdown", by="event", order="value", **WIDE)
     assert [(r["value"], r["sessions"], r["events"]) for r in names["rows"]] == [
         ("click", 1, 1),

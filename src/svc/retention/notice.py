@@ -41,7 +41,7 @@ def note(kind: str | None, filtered: bool, raw_from: date, by: object = None) ->
     """The note of a report of ``kind`` (``filtered``: with filters; ``by``: a breakdown's
     dimension, a time series' interval) over days before ``raw_from``."""
     kept = f"raw events are kept from {raw_from.isoformat()} (UTC) by the retention policy"
-    from_rollups = kind == "metrics" or (kind == "breakdown" and rolled_up(by))
+    from_rollups = kind == "metrics" or (kind in ("breakdown", "properties") and rolled_up(by))
     if from_rollups and not filtered:
         return (
             f"{kept}; the days before it are answered from the daily rollups, per UTC day "
@@ -73,5 +73,7 @@ def annotate(
         return {}
     body["rawDataFrom"] = raw_from.isoformat()
     by = body.get("interval") if kind == "timeseries" else body.get("by")
+    if kind == "properties" and "key" in body:  # a key's values: its breakdown's rows
+        by = f"prop:{body['key']}"
     body.setdefault("notes", []).append(note(kind, filtered, raw_from, by))
     return {HEADER: raw_from.isoformat()}
