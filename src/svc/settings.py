@@ -76,6 +76,11 @@ class Settings:
         "How often the daily rollups of finished days (and of days late events changed) are "
         "brought up to date (s).",
     )
+    funnel_pass_visitors: int = _setting(
+        4_000_000,
+        "A funnel over more visitors than this (as the daily rollups count them) is read in "
+        "passes of about this many, by the day their sessions began: less memory per read.",
+    )
     rollup_max_property_values: int = _setting(
         1000,
         "A custom property is rolled up for a day when it has at most this many values that "

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from svc.errors import InvalidRequest
-from svc.queries.plan import Facts, Needs, Plan, Query, plan
+from svc.queries.plan import Facts, FunnelPass, Needs, Plan, Query, funnel_passes, plan
 from svc.queries.run import Runner
 from svc.queries.shape import percent
 from svc.queries.sql import reports
@@ -135,8 +135,12 @@ def query_funnel(
     if not 1 <= window_seconds <= 30 * 86400:
         raise InvalidRequest("`window` must be 1 second to 30 days", field="window")
     targets = [parse_goal(s, "step") for s in steps]
-    stmt = reports.funnel(plan(query), Facts(), targets, window_seconds)
-    reached = {int(r["level"]): int(r["visitors"]) for r in Runner(store).named(stmt)}
+    p, runner = plan(query), Runner(store)
+    passes: tuple[FunnelPass | None, ...] = _passes(p, runner, store.settings.funnel_pass_visitors)
+    reached: dict[int, int] = {}
+    for part in passes or (None,):
+        for r in runner.named(reports.funnel(p, Facts(), targets, window_seconds, part)):
+            reached[int(r["level"])] = reached.get(int(r["level"]), 0) + int(r["visitors"])
     counts = [sum(n for level, n in reached.items() if level >= i + 1) for i in range(len(steps))]
     out = []
     for i, step in enumerate(steps):
@@ -151,3 +155,12 @@ def query_funnel(
             }
         )
     return {"windowSeconds": window_seconds, "steps": out}
+
+
+def _passes(p: Plan, runner: Runner, per_pass: int) -> tuple[FunnelPass, ...]:
+    """The passes of a funnel under ``p`` (none: one statement), from the visitors the daily
+    rollups count and the long sessions' spans (read only when there are several)."""
+    visitors = int(runner.rows(reports.funnel_visitors(p))[0][0] or 0)
+    if visitors <= per_pass:
+        return ()
+    return funnel_passes(p, visitors, per_pass, runner.rows(reports.long_session_spans(p)))

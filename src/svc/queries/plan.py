@@ -524,3 +524,50 @@ def as_date(value: object) -> date:
 def as_utc(value: object) -> datetime:
     moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+# a funnel in passes -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FunnelPass:
+    """One pass of a funnel read in passes: the visitors whose sessions began from
+    ``first_day`` to ``last_day`` (UTC; None: no bound), whose events are all between
+    ``since`` and ``until``. A stored visitor id is mixed with the day its session began
+    (svc.ingestion.identity.stored_visitor_id), so each visitor is in one pass, whole."""
+
+    first_day: date | None
+    last_day: date | None
+    since: datetime
+    until: datetime
+
+
+def funnel_passes(
+    plan: Plan, visitors: int, per_pass: int, long_spans: Sequence[Sequence[Any]]
+) -> tuple[FunnelPass, ...]:
+    """The passes of a funnel over about ``visitors`` visitors, about ``per_pass`` each
+    (none when one statement holds them all): the session days from the day before the
+    range to its end's day in runs of equal length, the first open below and the last open
+    above (the long sessions of other days with events in the range). A session's events are
+    on its day and the next unless it is long (``long_spans``: rows of day, first and last of
+    the long sessions' events outside those two days, per day), so each pass reads the events
+    from its first day to the day after its last, widened to its long sessions' events."""
+    day0, day1 = plan.params["day0"], plan.params["day1"]
+    days = [day0 + timedelta(days=i) for i in range((day1 - day0).days + 1)]
+    count = min(-(-visitors // max(per_pass, 1)), len(days))
+    if count <= 1:
+        return ()
+    start, end = plan.rng.start_utc, plan.rng.end_utc
+    spans = [(as_date(d), as_utc(f), as_utc(t)) for d, f, t in long_spans]
+    passes = []
+    for i in range(count):
+        run = days[len(days) * i // count : len(days) * (i + 1) // count]
+        first = None if i == 0 else run[0]
+        last = None if i == count - 1 else run[-1]
+        since = datetime.combine(run[0], datetime.min.time(), UTC)
+        until = datetime.combine(run[-1] + timedelta(days=2), datetime.min.time(), UTC)
+        for day, f, t in spans:
+            if (first is None or day >= first) and (last is None or day <= last):
+                since, until = min(since, f), max(until, t + _MS)
+        passes.append(FunnelPass(first, last, max(since, start), min(until, end)))
+    return tuple(passes)
