@@ -5,6 +5,7 @@ built from a plan and its facts without changing either (svc.queries.sql)."""
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
@@ -267,6 +268,30 @@ def test_crossing_sessions_are_read_in_two_groups() -> None:
     assert "{crossing:Array(UInt64)}" in stmt.sql and "{long_ids:Array(UInt64)}" in stmt.sql
     assert stmt.params["edge0"] == datetime(2026, 1, 9, 23, 50) and stmt.params["long_ids"] == [12]
     assert sql.outside_events(p, Facts(long={}, crossing=empty)) == "0"
+
+
+def test_a_range_to_a_utc_midnight_may_take_its_last_day_from_the_rollups() -> None:
+    """Its last day's sessions began in the range: a rolled day counts them whole, and the
+    report takes away the page views and events after the end of those that cross it."""
+    p = planned()  # 10 to 20 January, UTC
+    assert p.rollup_span == (date(2026, 1, 10), date(2026, 1, 19))
+    assert p.rollup_span_to_end == (date(2026, 1, 10), date(2026, 1, 20))
+    one_day = planned(rng=DateRange(date(2026, 1, 20), date(2026, 1, 20), "UTC"))
+    assert one_day.rollup_span is None
+    assert one_day.rollup_span_to_end == (date(2026, 1, 20), date(2026, 1, 20))
+    tokyo = planned(rng=DateRange(date(2026, 1, 10), date(2026, 1, 20), "Asia/Tokyo"))
+    assert tokyo.rollup_span_to_end == tokyo.rollup_span  # its end is no UTC midnight
+    near = [
+        (date(2026, 1, 9), 11, at(9, 23, 50), at(10, 0, 20), 1),  # crosses the start
+        (date(2026, 1, 20), 14, at(20, 22), at(21, 1), 1),  # the last day's, crosses the end
+        (date(2026, 1, 20), 15, at(20, 23), at(20, 23, 59), 1),
+    ]
+    c = crossing(p, {}, near)
+    assert c.end_ids == (14,)
+    outside = ((11, 1, 2), (14, 3, 4))
+    taken = Facts(crossing=c, outside=outside, rolled=((date(2026, 1, 20), 7),))
+    assert taken.after_end(p) == (3, 4)
+    assert replace(taken, rolled=((date(2026, 1, 19), 7),)).after_end(p) == (0, 0)
 
 
 def test_long_sessions_join_the_session_rows_on_days_they_would_not_read() -> None:

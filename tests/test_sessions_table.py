@@ -148,6 +148,13 @@ def test_daily_rollups_give_the_same_answers(fresh_server: Server) -> None:
         assert rolled[key] == events_path[key], key
     assert (rolled["pageviews"], rolled["sessions"], rolled["bounceRate"]) == (7, 4, "25.0%")
     assert rolled["trafficSources"] == {"bing": 1, "direct": 2, "reddit": 1}
+    # a range that ends at the end of a rolled day takes that day from its rollups too, less
+    # what its sessions that cross the end have after it (X's and Z's page views on DAY)
+    for first in (PREV - timedelta(days=1), PREV):
+        rng = {"from": first.date().isoformat(), "to": PREV.date().isoformat()}
+        ending = get(srv, p, "/metrics", **rng)
+        assert ending == get(srv, p, "/metrics", filter=EVENTS_PATH, **rng), rng
+        assert (ending["pageviews"], ending["sessions"], ending["bounceRate"]) == (2, 2, "0.0%")
     for by in ("source", "entry_page", "exit_page", "browser", "event", "hostname", "prop:plan"):
         for order in ("-visitors", "value", "-bounceRate"):
             args = {**WIDE, "by": by, "order": order}

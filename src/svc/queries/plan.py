@@ -229,6 +229,24 @@ class Plan:
         return (first, last) if first <= last else None
 
     @property
+    def rollup_span_to_end(self) -> tuple[date, date] | None:
+        """:attr:`rollup_span` and the range's last day, when the range ends at a UTC
+        midnight: that day's sessions began in the range, so they count whole as a rolled
+        day counts them, but for their page views and events after the end, which the
+        sessions that cross it (:attr:`Crossing.end_ids`) have outside the range and a report
+        that takes this span takes away (:meth:`Facts.after_end`)."""
+        span = self.rollup_span
+        if not self.ends_at_utc_midnight:
+            return span
+        last = self.rng.end_utc.date() - timedelta(days=1)
+        first = self.rng.start_utc.date()
+        if not self.starts_at_utc_midnight:
+            first += timedelta(days=1)
+        if span is not None:
+            first = min(first, span[0])
+        return (first, last) if first <= last else None
+
+    @property
     def days_before_raw(self) -> tuple[date, date] | None:
         """The UTC days of the range before the project's raw events begin (``raw_from``),
         which only the rollups answer: those whose noon is in the range (in UTC, the days of
@@ -330,6 +348,9 @@ class Needs:
     less_dropped: bool = False
     one_value: bool = False
     rolled_sessions: bool = False
+    #: the range's last day from the rollups too (:attr:`Plan.rollup_span_to_end`): the
+    #: report takes away what its sessions that cross the end have after it
+    last_day: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,6 +367,7 @@ class Reads:
     #: "rollups", "rolled_sessions" or ""
     rolled: str = ""
     property_key: str | None = None
+    last_day: bool = False
 
 
 def reads(plan: Plan, needs: Needs) -> Reads:
@@ -367,6 +389,7 @@ def reads(plan: Plan, needs: Needs) -> Reads:
         page_outside=needs.page_edges,
         rolled=rolled,
         property_key=needs.property_key,
+        last_day=needs.last_day and rolled == "rollups" and not plan.filters,
     )
 
 
@@ -394,6 +417,8 @@ class Crossing:
     long_ids: tuple[int, ...]
     long_since: datetime
     long_until: datetime
+    #: the sessions of the range's last UTC day that cross its end (read near it)
+    end_ids: tuple[int, ...] = ()
 
     @property
     def every_id(self) -> tuple[int, ...]:
@@ -420,6 +445,19 @@ class Facts:
         """The long sessions on days the session rows do not read otherwise."""
         day0, day1 = plan.params["day0"], plan.params["day1"]
         return [k for k in self.long or () if not day0 <= k[0] <= day1]
+
+    def after_end(self, plan: Plan) -> tuple[int, int]:
+        """When the range's last day is taken from the rollups (:attr:`Plan.
+        rollup_span_to_end`): the page views and events after the end of the range of that
+        day's sessions that cross it (:attr:`Crossing.end_ids`; needs ``Needs(edges=True)``),
+        which its rollups count. Else none."""
+        last_day = (plan.rng.end_utc - _MS).date()
+        taken = plan.ends_at_utc_midnight and any(day == last_day for day, _ in self.rolled)
+        if not taken or self.crossing is None or self.outside is None:
+            return 0, 0
+        ids = set(self.crossing.end_ids)
+        rows = [r for r in self.outside if r[0] in ids]
+        return sum(r[1] for r in rows), sum(r[2] for r in rows)
 
     @property
     def long_days(self) -> set[date]:
@@ -492,7 +530,17 @@ def crossing(
 
     ids, since, until = group(short)
     long_ids, long_since, long_until = group(set(spans) - short)
-    return Crossing(ids, since, until, long_ids, long_since, long_until)
+    last_day = (end - _MS).date()
+    end_ids = tuple(
+        sorted(
+            {
+                sid
+                for (day, sid), s in long_sessions(near).items()
+                if day == last_day and s.last >= end
+            }
+        )
+    )
+    return Crossing(ids, since, until, long_ids, long_since, long_until, end_ids)
 
 
 def rolled_days(

@@ -51,7 +51,8 @@ class Runner:
         if todo.rolled == "rolled_sessions":
             facts = self._rolled_sessions(plan, facts)
         elif todo.rolled == "rollups":
-            facts = replace(facts, rolled=self._rolled_days(plan, facts, todo.property_key))
+            days = self._rolled_days(plan, facts, todo.property_key, todo.last_day)
+            facts = replace(facts, rolled=days)
         return facts
 
     def _crossing(self, plan: Plan, facts: Facts) -> Facts:
@@ -69,9 +70,9 @@ class Runner:
         return replace(facts, long=long)
 
     def _rolled_days(
-        self, plan: Plan, facts: Facts, property_key: str | None = None
+        self, plan: Plan, facts: Facts, property_key: str | None = None, last_day: bool = False
     ) -> tuple[tuple[Any, int], ...]:
-        span = plan.rollup_span
+        span = plan.rollup_span_to_end if last_day else plan.rollup_span
         if span is None:
             return ()
         rows = self.rows(sql.current_rolled_days(plan, span, property_key))
