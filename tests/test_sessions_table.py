@@ -602,3 +602,25 @@ def test_reported_event_filters_and_breakdowns_read_report_events(
     # and X's click, dropped, is outside the range: its own counts lose it once, not twice
     others = get(server, reported, "/metrics", filter="event:is_not:click", **day)
     assert (others["sessions"], others["events"], others["pageviews"]) == (4, 7, 5)
+
+
+def test_a_session_loaded_in_two_parts_crosses_midnight_once(server: Server) -> None:
+    """A session whose events were loaded apart has a row per insert in the sessions table
+    until they merge: the sessions that cross an end of a UTC range are found from those
+    rows (one has the last event after the end) and merged by their min and max
+    (svc.queries.sql.sessions.near_crossing). Each day counts it once, with its page view."""
+    p = server.create_project("two-parts-" + uuid.uuid4().hex[:8], domains=["acme.test"])
+    first = ev(31, at(23, 50, PREV), path="/a", referrer="https://www.bing.com/search?q=x")
+    second = ev(31, at(0, 10), path="/b")
+    for e in (first, second):
+        e["ip"] = "10.0.9.31"
+        assert server.send(p["keys"]["secret"], [e]).json()["accepted"] == 1
+        server.wait_loaded()
+    for day, page in ((D0, "/a"), (D1, "/b")):
+        rng = {"from": day, "to": day, "tz": "UTC"}
+        m = get(server, p, "/metrics", **rng)
+        assert (m["pageviews"], m["sessions"], m["bounceRate"]) == (1, 1, "0.0%"), day
+        assert m["trafficSources"] == {"bing": 1}
+        assert m == get(server, p, "/metrics", filter=EVENTS_PATH, **rng)
+        rows = get(server, p, "/metrics/breakdown", by="page", **rng)["rows"]
+        assert [(r["value"], r["pageviews"]) for r in rows] == [(page, 1)]

@@ -69,10 +69,26 @@ def near_crossing(plan: Plan) -> str:
         if plan.ends_at_utc_midnight
         else "session_day BETWEEN {end_day0:Date} AND {day1:Date}"
     )
+    crosses = f"(first_ts < {_T0} AND last_ts >= {_T0}) OR (first_ts < {_T1} AND last_ts >= {_T1})"
+    if plan.starts_at_utc_midnight and plan.ends_at_utc_midnight:
+        # A UTC range: a session of the day before an end crosses it if it has an event at
+        # or after it, so one of its rows (a part's, before the merge) has its last event
+        # there. Those few sessions' rows are merged here (first and last are a min and a
+        # max) instead of every row of both days by FINAL (100M events: 57-68 -> ~20 ms).
+        candidates = (
+            "SELECT session_id FROM sessions WHERE project_id = {project:String} "
+            f"AND (({at_start} AND last_ts >= {_T0}) OR ({at_end} AND last_ts >= {_T1}))"
+        )
+        return (
+            "SELECT session_day, session_id, min(first_ts) AS first_ts, max(last_ts) AS last_ts, "
+            "1 AS near FROM sessions "
+            f"WHERE project_id = {{project:String}} AND (({at_start}) OR ({at_end})) "
+            f"AND session_id IN ({candidates}) GROUP BY session_day, session_id "
+            f"HAVING {crosses}"
+        )
     return (
         "SELECT session_day, session_id, first_ts, last_ts, 1 AS near FROM sessions FINAL "
-        f"WHERE project_id = {{project:String}} AND (({at_start}) OR ({at_end})) "
-        f"AND ((first_ts < {_T0} AND last_ts >= {_T0}) OR (first_ts < {_T1} AND last_ts >= {_T1}))"
+        f"WHERE project_id = {{project:String}} AND (({at_start}) OR ({at_end})) AND ({crosses})"
     )
 
 
