@@ -218,15 +218,7 @@ class Plan:
         that day is partly before the range), nor a day with a long session that crosses an
         end (:func:`rolled_days`; a session of the first day with an event before it is one).
         None when there is none."""
-        first = self.rng.start_utc.date()
-        if not self.starts_at_utc_midnight:
-            first += timedelta(days=1)
-        last = self.rng.end_utc.date() - timedelta(days=2)
-        old = self.days_before_raw
-        if old is not None and not self.filters:
-            first = old[0]
-            last = max(last, old[1])
-        return (first, last) if first <= last else None
+        return self._rollup_span(to_end=False)
 
     @property
     def rollup_span_to_end(self) -> tuple[date, date] | None:
@@ -235,15 +227,17 @@ class Plan:
         day counts them, but for their page views and events after the end, which the
         sessions that cross it (:attr:`Crossing.end_ids`) have outside the range and a report
         that takes this span takes away (:meth:`Facts.after_end`)."""
-        span = self.rollup_span
-        if not self.ends_at_utc_midnight:
-            return span
-        last = self.rng.end_utc.date() - timedelta(days=1)
+        return self._rollup_span(to_end=self.ends_at_utc_midnight)
+
+    def _rollup_span(self, to_end: bool) -> tuple[date, date] | None:
         first = self.rng.start_utc.date()
         if not self.starts_at_utc_midnight:
             first += timedelta(days=1)
-        if span is not None:
-            first = min(first, span[0])
+        last = self.rng.end_utc.date() - timedelta(days=1 if to_end else 2)
+        old = self.days_before_raw
+        if old is not None and not self.filters:
+            first = old[0]
+            last = max(last, old[1])
         return (first, last) if first <= last else None
 
     @property
@@ -517,8 +511,8 @@ def crossing(
     """The sessions that cross an end of the range: the long ones and those read near its
     ends (rows of :func:`svc.queries.sql.sessions.near_crossing`, whose spans are exact),
     in two groups by how far beyond the ends their events go."""
-    spans = dict(long)
-    spans.update(long_sessions(near))
+    near_spans = long_sessions(near)
+    spans = {**long, **near_spans}
     start, end = plan.rng.start_utc, plan.rng.end_utc
     short = {k for k, s in spans.items() if s.first >= start - SHORT and s.last < end + SHORT}
 
@@ -532,13 +526,7 @@ def crossing(
     long_ids, long_since, long_until = group(set(spans) - short)
     last_day = (end - _MS).date()
     end_ids = tuple(
-        sorted(
-            {
-                sid
-                for (day, sid), s in long_sessions(near).items()
-                if day == last_day and s.last >= end
-            }
-        )
+        sorted({sid for (day, sid), s in near_spans.items() if day == last_day and s.last >= end})
     )
     return Crossing(ids, since, until, long_ids, long_since, long_until, end_ids)
 
