@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import signal
@@ -183,6 +184,23 @@ class Server:
         import json
 
         return [json.loads(line) for line in r.text.splitlines() if line.strip()]
+
+
+def run_store_script(script: str, *args: str, stdin: str | None = None) -> Any:
+    """Run ``script`` (Python source) with ``args`` in a process of its own, from the
+    repository's root (an embedded store is one chDB engine per process, and locks its data
+    directory), and return the JSON its last line of output holds; its stderr is the failure
+    message when it fails."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        input=stdin,
+        text=True,
+        capture_output=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
 
 
 def stored_row(

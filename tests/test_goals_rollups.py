@@ -15,18 +15,15 @@ process of its own (one chDB engine per process)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 
 from svc.ingestion.identity import SessionTracker, client_session_id, stored_visitor_id
-from tests.support import inserts_by_day, stored_row
+from tests.support import inserts_by_day, run_store_script, stored_row
 
 PROJECT = "goals-rollups"
 TODAY = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
@@ -206,25 +203,15 @@ def day(k: int) -> date:
 @pytest.fixture(scope="module")
 def read(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     cases = [(day(first).isoformat(), day(last).isoformat(), tz) for first, last, tz in RANGES]
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            _READ,
-            str(tmp_path_factory.mktemp("goals") / "data"),
-            PROJECT,
-            json.dumps(cases),
-            json.dumps(GOALS),
-            json.dumps(FUNNELS),
-        ],
-        input=json.dumps(inserts()),
-        text=True,
-        capture_output=True,
-        check=False,
-        cwd=Path(__file__).resolve().parent.parent,
+    out: dict[str, Any] = run_store_script(
+        _READ,
+        str(tmp_path_factory.mktemp("goals") / "data"),
+        PROJECT,
+        json.dumps(cases),
+        json.dumps(GOALS),
+        json.dumps(FUNNELS),
+        stdin=json.dumps(inserts()),
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    out: dict[str, Any] = json.loads(done.stdout)
     return out
 
 

@@ -11,16 +11,13 @@ process of its own (one chDB engine per process)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from svc.ingestion.identity import SessionTracker, stored_visitor_id
-from tests.support import inserts_by_day, stored_row
+from tests.support import inserts_by_day, run_store_script, stored_row
 
 PROJECT = "event-rollups"
 TODAY = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
@@ -129,24 +126,14 @@ print(json.dumps(out))
 def read(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     day = lambda k: (TODAY - timedelta(days=k)).date().isoformat()  # noqa: E731
     cases = [(day(first), day(last), flt) for first, last in RANGES for flt in FILTERS]
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            _READ,
-            str(tmp_path_factory.mktemp("event-rollups") / "data"),
-            PROJECT,
-            day(OLD_DAY),
-            json.dumps(cases),
-        ],
-        input=json.dumps(inserts()),
-        text=True,
-        capture_output=True,
-        check=False,
-        cwd=Path(__file__).resolve().parent.parent,
+    out: dict[str, Any] = run_store_script(
+        _READ,
+        str(tmp_path_factory.mktemp("event-rollups") / "data"),
+        PROJECT,
+        day(OLD_DAY),
+        json.dumps(cases),
+        stdin=json.dumps(inserts()),
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    out: dict[str, Any] = json.loads(done.stdout)
     return out
 
 

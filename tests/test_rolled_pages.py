@@ -6,12 +6,9 @@ that keeps every event sends a query there) and by hand."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from typing import Any
 
-from tests.support import Server
+from tests.support import Server, run_store_script
 from tests.test_sessions_table import (
     EVENTS_PATH,
     FILTERED_EVENTS,
@@ -90,13 +87,7 @@ store.close()
 
 
 def _rolled_sessions(srv: Server, action: str = "") -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, "-c", _RESORT, str(srv.data_dir), action],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    found: dict[str, Any] = json.loads(out.stdout.splitlines()[-1])
+    found: dict[str, Any] = run_store_script(_RESORT, str(srv.data_dir), action)
     return found
 
 

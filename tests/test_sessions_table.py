@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support import Server
+from tests.support import Server, run_store_script
 from tests.test_metrics_golden import DAY, at, ev
 
 PREV = DAY - timedelta(days=1)
@@ -401,17 +401,7 @@ store.close()
 
 
 def _session_pages(srv: Server, action: str = "") -> list[list[Any]]:
-    import json
-    import subprocess
-    import sys
-
-    out = subprocess.run(
-        [sys.executable, "-c", _PAGES_ROWS, str(srv.data_dir), action],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    found: dict[str, Any] = json.loads(out.stdout.splitlines()[-1])
+    found: dict[str, Any] = run_store_script(_PAGES_ROWS, str(srv.data_dir), action)
     assert found["path_types"] == ["LowCardinality(String)"]  # migration 7
     rows: list[list[Any]] = found["rows"]
     return rows

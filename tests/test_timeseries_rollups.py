@@ -14,17 +14,14 @@ rows deleted, and after the rollups filled them in again."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from svc.ingestion.identity import SessionTracker, client_session_id, stored_visitor_id
-from tests.support import inserts_by_day, stored_row
+from tests.support import inserts_by_day, run_store_script, stored_row
 
 PROJECT = "series-rollups"
 TODAY = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
@@ -189,25 +186,15 @@ def read(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         for interval in INTERVALS
     ] + [(day(first).isoformat(), day(last).isoformat(), "hour") for first, last in HOUR_RANGES]
     old = [c for c in cases if c[2] == "hour"][:1] + cases[:6]
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            _READ,
-            str(tmp_path_factory.mktemp("series") / "data"),
-            PROJECT,
-            day(OLD_DAY).isoformat(),
-            json.dumps(cases),
-            json.dumps(old),
-        ],
-        input=json.dumps(inserts()),
-        text=True,
-        capture_output=True,
-        check=False,
-        cwd=Path(__file__).resolve().parent.parent,
+    out: dict[str, Any] = run_store_script(
+        _READ,
+        str(tmp_path_factory.mktemp("series") / "data"),
+        PROJECT,
+        day(OLD_DAY).isoformat(),
+        json.dumps(cases),
+        json.dumps(old),
+        stdin=json.dumps(inserts()),
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    out: dict[str, Any] = json.loads(done.stdout)
     return out
 
 
