@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,5 +31,13 @@ def bound(plan: Plan, facts: Facts, **own: Any) -> dict[str, Any]:
     return {**plan.params, **facts.params(plan), **own}
 
 
+#: A value's name in SQL text (``{name:Type}``).
+_PARAMETER = re.compile(r"\{(\w+):")
+
+
 def statement(sql: str, plan: Plan, facts: Facts, **own: Any) -> Statement:
-    return Statement(sql, bound(plan, facts, **own))
+    """``sql`` with the values of ``plan``, ``facts`` and ``own`` it names, and no others:
+    the client formats every value it is given, in Python (the facts of GET /metrics over
+    100M events, ~4,000 ids of crossing sessions: 4 ms a statement, even unused)."""
+    named = set(_PARAMETER.findall(sql))
+    return Statement(sql, {k: v for k, v in bound(plan, facts, **own).items() if k in named})
