@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 
 def now_ms() -> int:
@@ -25,3 +25,12 @@ def month_of(ms: int) -> str:
 
 def day_of(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d")
+
+
+def as_date(value: object) -> date:
+    """A day as a store returns it (a date, a datetime, or its ISO text) as a date."""
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    return date.fromisoformat(str(value))

@@ -38,6 +38,7 @@ from svc.lake.places import LocalPlace, Place, PlaceError, S3Access, open_place
 from svc.queries.sql import lake as lake_sql
 from svc.runtime import Runtime
 from svc.storage.events import EventStore
+from svc.timeutil import as_date
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +108,7 @@ class Lake:
             if self._stopping.is_set():
                 failed = True  # the next start looks at every day again
                 break
-            key = (str(project_id), _as_date(day_value))
+            key = (str(project_id), as_date(day_value))
             if key not in self.written and first:
                 manifest = writer.read_manifest(self.place, *key)
                 if manifest is not None:
@@ -238,14 +239,6 @@ def _iso(t: float | None) -> str | None:
     if t is None:
         return None
     return datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def _as_date(value: object) -> date:
-    if isinstance(value, datetime):
-        return value.date()
-    if isinstance(value, date):
-        return value
-    return date.fromisoformat(str(value))
 
 
 def lake_of(runtime: Runtime) -> Lake | None:

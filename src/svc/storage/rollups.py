@@ -38,6 +38,7 @@ from typing import Any
 from svc.schema.dimensions import DIMENSIONS
 from svc.schema.measurements import COUNTED_SQL
 from svc.storage.events import EventStore
+from svc.timeutil import as_date
 
 log = logging.getLogger(__name__)
 
@@ -412,7 +413,7 @@ class Rollups:
         rows = self.store.query(
             "SELECT project_id, max(raw_from) FROM retention_horizons GROUP BY project_id", {}
         )
-        return {str(p): _as_date(d) for p, d in rows}
+        return {str(p): as_date(d) for p, d in rows}
 
     def fill_added_rows(self) -> int:
         """Write the ``next_day``, ``start_hour`` and ``event_source`` rows of every rolled-up
@@ -425,9 +426,9 @@ class Rollups:
         for dimension, value in _ADDED_ROWS:
             rows = self.store.query(_WITHOUT_SQL, {"dimension": dimension, "value": value})
             days = [
-                (str(p), _as_date(d), int(v))
+                (str(p), as_date(d), int(v))
                 for p, d, v in rows
-                if p not in kept_from or _as_date(d) >= kept_from[p]
+                if p not in kept_from or as_date(d) >= kept_from[p]
             ]
             for project_id, day, version in sorted(days):
                 params = {"project": project_id, "day": day, "version": version}
@@ -516,7 +517,7 @@ class Rollups:
             "(SELECT project_id, session_day FROM rollup_days)",
             {"last": last_day},
         )
-        return {(str(p), _as_date(d)) for p, d in rows}
+        return {(str(p), as_date(d)) for p, d in rows}
 
     def _changed(self, since: datetime, last_day: date, exact: bool) -> set[tuple[str, date]]:
         """Rolled-up days with events received since ``since`` and not before their current
@@ -542,17 +543,7 @@ class Rollups:
             self._checked_since = max(since, latest - RECHECK_MARGIN)
         elif self._checked_since is None:
             self._checked_since = since
-        return {
-            (str(p), _as_date(d)) for p, d, _, stale in rows if stale and _as_date(d) <= last_day
-        }
-
-
-def _as_date(value: object) -> date:
-    if isinstance(value, datetime):
-        return value.date()
-    if isinstance(value, date):
-        return value
-    return date.fromisoformat(str(value))
+        return {(str(p), as_date(d)) for p, d, _, stale in rows if stale and as_date(d) <= last_day}
 
 
 def _as_utc(value: object) -> datetime:
