@@ -38,6 +38,7 @@ from svc.spool.loader import Loader
 from svc.spool.log import Spool, read_segment
 from svc.storage.events import EventStore
 from svc.storage.rollups import Rollups
+from svc.storage.snapshots import Snapshots
 from svc.timeutil import month_of, now_ms
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,7 @@ class Runtime:
         self.generated_admin_token: str | None = None
         self._housekeeping: asyncio.Task[None] | None = None
         self.rollups = Rollups(self.store)
+        self.snapshots = Snapshots(self.store)
         # retention: deletes what projects keep no longer, after a rollup pass (svc.retention)
         self.retention = RetentionJob(self.store, self.rollups, self.meta.list_projects, settings)
         self._rolling_up: asyncio.Task[None] | None = None
@@ -253,6 +255,8 @@ class Runtime:
                 days = await asyncio.to_thread(self.rollups.refresh, None, self.loaded_through_ms())
                 if days:
                     log.info("rolled up %d day(s) of sessions", days)
+                # today's days not rolled up: a snapshot (svc.storage.snapshots)
+                await asyncio.to_thread(self.snapshots.refresh, None, self.loaded_through_ms())
             except Exception as exc:  # the store may be down; try again later
                 self.rollup_failures += 1
                 log.warning("rollups: %s", exc)

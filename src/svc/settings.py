@@ -76,6 +76,11 @@ class Settings:
         "How often the daily rollups of finished days (and of days late events changed) are "
         "brought up to date (s).",
     )
+    snapshot_interval_seconds: float = _setting(
+        300.0,
+        "How often at most the days not rolled up yet (today) are snapshot for GET /metrics, "
+        "when events changed them (s); 0 turns the snapshots off.",
+    )
     funnel_pass_visitors: int = _setting(
         4_000_000,
         "A funnel over more visitors than this (as the daily rollups count them) is read in "

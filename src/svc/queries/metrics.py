@@ -18,6 +18,7 @@ from svc.queries.run import Runner
 from svc.queries.shape import percent
 from svc.queries.sql import reports
 from svc.queries.sql import sessions as session_sql
+from svc.queries.sql import snapshots as snapshot_sql
 from svc.storage.events import EventStore
 
 
@@ -102,20 +103,31 @@ def _with_rollups(runner: Runner, p: Plan, facts: Facts) -> Metrics:
     """Without filters, or with one that drops only reported events: the days wholly inside
     the range from the daily rollups (less what the filter drops; without filters, the last
     day too when the range ends at a UTC midnight, less its sessions' events after the end:
-    over 100M events the read of that day's ~1M sessions, ~180 ms), the rest from the session
-    rows. Every figure adds up over days, visitors too (a stored visitor id belongs to one
+    over 100M events the read of that day's ~1M sessions, ~180 ms), and without filters the
+    days not rolled up yet from their snapshots (svc.storage.snapshots), the rest from the
+    session rows. Every figure adds up over days, visitors too (a stored visitor id belongs to one
     day: svc.ingestion.identity.stored_visitor_id)."""
     result = Metrics()
     sources: dict[str, int] = {}
-    statements = [reports.metrics(p, facts)]  # the days not rolled up (facts.rolled)
-    if facts.rolled:
-        statements.append(session_sql.rollup_sums(p, facts, ["", "source"]))
-        if p.filters:  # it drops reported events: what it drops from the rolled days
-            statements.append(session_sql.gone_sessions(p, facts, DIMENSIONS["source"]))
-            statements.append(session_sql.dropped_events(p, facts))
-    rest, *rolled = runner.together(*statements)
-    for row in rolled[0] if rolled else ():
-        if row["dimension"] == "":
+    summing = []  # rows of sums per dimension ('' the totals, source) and value
+    rolled = session_sql.rollup_sums(p, facts, ["", "source"]) if facts.rolled else None
+    if facts.snapshots:  # the days not rolled up yet (svc.queries.sql.snapshots)
+        summing += [snapshot_sql.sums(p, facts, rolled), snapshot_sql.changes(p, facts)]
+        summing.append(snapshot_sql.seen_visitors(p, facts))  # less these visitors
+    elif rolled is not None:
+        summing.append(rolled)
+    dropping = []  # with a filter that drops reported events: what it drops from rolled days
+    if facts.rolled and p.filters:
+        dropping = [
+            session_sql.gone_sessions(p, facts, DIMENSIONS["source"]),
+            session_sql.dropped_events(p, facts),
+        ]
+    # the days neither rolled up nor snapshot from the session rows
+    rest, *results = runner.together(reports.metrics(p, facts), *summing, *dropping)
+    for row in (row for rows in results[: len(summing)] for row in rows):
+        if "dimension" not in row:  # visitors counted twice (snapshot_sql.seen_visitors)
+            result.visitors -= int(row["visitors"])
+        elif row["dimension"] == "":
             result.add(row)
         else:
             sources[row["value"]] = sources.get(row["value"], 0) + int(row["sessions"])
@@ -124,13 +136,15 @@ def _with_rollups(runner: Runner, p: Plan, facts: Facts) -> Metrics:
             result.add(row)
         else:
             sources[row["src"]] = sources.get(row["src"], 0) + int(row["sessions"])
-    if len(rolled) == 3:
-        _take_dropped(runner, p, facts, result, sources, gone=rolled[1], dropped=rolled[2][0])
+    if dropping:
+        gone, dropped = results[len(summing) :]
+        _take_dropped(runner, p, facts, result, sources, gone=gone, dropped=dropped[0])
     if not p.filters:  # the last day may be rolled up: its sessions' events after the end
         pageviews, events = facts.after_end(p)
         result.pageviews -= pageviews
         result.events -= events
-    result.traffic_sources = _ranked(sources)
+    # (a snapshot's source may lose its last session to a change)
+    result.traffic_sources = _ranked({k: n for k, n in sources.items() if n > 0})
     return result
 
 

@@ -434,6 +434,9 @@ class Facts:
     rolled: tuple[tuple[date, int], ...] = ()
     #: with a page filter over rolled_sessions: the hashes of the matching paths
     matching_hashes: tuple[int, ...] | None = None
+    #: the days of the rollup span not rolled up yet that a snapshot serves, and its
+    #: version (svc.storage.snapshots; read with ``Needs(last_day=True)``)
+    snapshots: tuple[tuple[date, int], ...] = ()
 
     def far(self, plan: Plan) -> list[tuple[date, int]]:
         """The long sessions on days the session rows do not read otherwise."""
@@ -441,12 +444,14 @@ class Facts:
         return [k for k in self.long or () if not day0 <= k[0] <= day1]
 
     def after_end(self, plan: Plan) -> tuple[int, int]:
-        """When the range's last day is taken from the rollups (:attr:`Plan.
+        """When the range's last day is taken from the rollups or a snapshot (:attr:`Plan.
         rollup_span_to_end`): the page views and events after the end of the range of that
         day's sessions that cross it (:attr:`Crossing.end_ids`; needs ``Needs(edges=True)``),
         which its rollups count. Else none."""
         last_day = (plan.rng.end_utc - _MS).date()
-        taken = plan.ends_at_utc_midnight and any(day == last_day for day, _ in self.rolled)
+        taken = plan.ends_at_utc_midnight and any(
+            day == last_day for day, _ in (*self.rolled, *self.snapshots)
+        )
         if not taken or self.crossing is None or self.outside is None:
             return 0, 0
         ids = set(self.crossing.end_ids)
@@ -496,6 +501,14 @@ class Facts:
             )
         if self.matching_hashes is not None:
             out["matching_hashes"] = list(self.matching_hashes)
+        if self.snapshots:
+            snapshot_days = [d for d, _ in self.snapshots]
+            out.update(
+                snapshots=list(self.snapshots),
+                snapshot_days=snapshot_days,
+                snapshot_versions=[v for _, v in self.snapshots],
+                snapshot_first=min(snapshot_days),
+            )
         return out
 
 
@@ -539,6 +552,27 @@ def rolled_days(
     range (its sessions have events outside it)."""
     days = ((as_date(d), int(v)) for d, v in rows)
     return tuple((d, v) for d, v in days if d not in long_days)
+
+
+def snapshot_wanted(plan: Plan, facts: Facts) -> list[date]:
+    """The days of :attr:`Plan.rollup_span_to_end` that the rollups do not serve and a
+    snapshot may (svc.storage.snapshots): not rolled up, no long session that crosses an end
+    of the range (as for :func:`rolled_days`)."""
+    span = plan.rollup_span_to_end
+    if span is None:
+        return []
+    rolled = {d for d, _ in facts.rolled}
+    out, day = [], span[0]
+    while day <= span[1]:
+        if day not in rolled and day not in facts.long_days:
+            out.append(day)
+        day += timedelta(days=1)
+    return out
+
+
+def snapshots(rows: Sequence[Sequence[Any]]) -> tuple[tuple[date, int], ...]:
+    """The snapshots a report takes (rows of :func:`svc.queries.sql.snapshots.current`)."""
+    return tuple((as_date(d), int(v)) for d, v in rows)
 
 
 def matching_hashes(rows: Sequence[Sequence[Any]]) -> tuple[int, ...] | None:

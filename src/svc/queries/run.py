@@ -10,6 +10,7 @@ from typing import Any
 from svc.queries import plan as planner
 from svc.queries.plan import Facts, Needs, Plan
 from svc.queries.sql import sessions as sql
+from svc.queries.sql import snapshots as snapshot_sql
 from svc.queries.sql.statement import Statement
 from svc.storage.events import EventStore
 
@@ -53,6 +54,11 @@ class Runner:
         elif todo.rolled == "rollups":
             days = self._rolled_days(plan, facts, todo.property_key, todo.last_day)
             facts = replace(facts, rolled=days)
+            if todo.last_day:  # the days not rolled up yet: their snapshots
+                wanted = planner.snapshot_wanted(plan, facts)
+                if wanted:
+                    rows = self.rows(snapshot_sql.current(plan, wanted))
+                    facts = replace(facts, snapshots=planner.snapshots(rows))
         return facts
 
     def _crossing(self, plan: Plan, facts: Facts) -> Facts:

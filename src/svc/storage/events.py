@@ -63,6 +63,7 @@ PROJECT_TABLES = (
     "rolled_sessions",
     "rollup_days",
     "retention_horizons",  # svc.retention (migrations/020)
+    "snapshot_days",  # svc.storage.snapshots (migrations/016): its rows name the others'
 )
 
 
@@ -338,6 +339,7 @@ class EventStore:
         Its (session, page) rows and its long sessions are rebuilt too.
         """
         client = self.client
+        self._clear("snapshot_days", project_id)  # snapshots of the old rows: never read again
         where, params = self._clear(SESSIONS_TABLE, project_id)
         where = f"{where} AND {COUNTED_SQL}"  # page measurements are no session's events
         entry = ", ".join(f"argMin({c}, ts)" for c in _SESSION_ENTRY_COLUMNS)

@@ -211,7 +211,7 @@ def days(plan: Plan, facts: Facts, alias: str = "") -> str:
     """The rows of a table keyed like the sessions (``alias``: ``s.``) that the session rows
     read: those of the days of the range and the day before, and the long sessions on other
     days that cross an end of it (read: ``facts.long``; else read here), but on days taken
-    from the rollups."""
+    from the rollups or a snapshot."""
     day, sid = f"{alias}session_day", f"{alias}session_id"
     where = f"{day} BETWEEN {{day0:Date}} AND {{day1:Date}}"
     if facts.long is None:
@@ -225,6 +225,8 @@ def days(plan: Plan, facts: Facts, alias: str = "") -> str:
         where = f"({where} OR ({day}, {sid}) IN {{far:Array(Tuple(Date, UInt64))}})"
     if facts.rolled:  # read from the rollups instead
         where += f" AND {day} NOT IN {{rolled_days:Array(Date)}}"
+    if facts.snapshots:  # read from their snapshots instead (sql.snapshots)
+        where += f" AND {day} NOT IN {{snapshot_days:Array(Date)}}"
     return where
 
 
