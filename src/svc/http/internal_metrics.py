@@ -340,6 +340,11 @@ class ServiceCollector:
             "Days whose rollups were computed (a day again when late events changed it).",
             value=runtime.rollups.days_computed,
         )
+        yield CounterMetricFamily(
+            "svc_snapshots_taken",
+            "Snapshots taken of days not rolled up yet (svc.storage.snapshots).",
+            value=runtime.snapshots.taken,
+        )
         yield from self._retention()
 
     def _retention(self) -> Iterator[Metric]:
