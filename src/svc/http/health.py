@@ -72,6 +72,7 @@ def health_report(runtime: Runtime) -> dict[str, Any]:
             "kind": "clickhouse" if runtime.settings.clickhouse_url else "chdb",
             **store,
             "rolledUpDays": runtime.rollups.days_computed,
+            "snapshotsTaken": runtime.snapshots.taken,
         },
         "metadata": {
             "kind": runtime.meta.engine.dialect.name,
