@@ -83,8 +83,9 @@ class Settings:
     )
     funnel_pass_visitors: int = _setting(
         4_000_000,
-        "A funnel over more visitors than this (as the daily rollups count them) is read in "
-        "passes of about this many, by the day their sessions began: less memory per read.",
+        "A funnel over more visitors than this (as the daily rollups count them) reads its "
+        "rolled days per visitor (visitor_steps), or else in passes of about this many, by "
+        "the day their sessions began: less memory per read.",
     )
     rollup_max_property_values: int = _setting(
         1000,

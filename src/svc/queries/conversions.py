@@ -16,16 +16,21 @@ here), every figure comes from one statement over the events (:func:`reports.goa
 
 A funnel is 2 to 8 goals as steps, completed in order by one visitor within ``window``
 seconds of the first step (ClickHouse ``windowFunnel``), read from the report events when
-every step is an event other than a page view (:func:`reports.funnel`).
+every step is an event other than a page view (:func:`reports.funnel`). Over more visitors
+than ``SVC_FUNNEL_PASS_VISITORS`` (as the rollups count them), without filters and with
+steps of whole paths and event names, the rolled days are read from ``visitor_steps``
+(:func:`reports.funnel_steps`: windowFunnel per visitor's row, no GROUP BY of millions of
+visitors), the other days' sessions from the events; else in passes by session day.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from svc.errors import InvalidRequest
-from svc.queries.plan import Facts, FunnelPass, Needs, Plan, Query, funnel_passes, plan
+from svc.queries.plan import Facts, FunnelPass, Needs, Plan, Query, as_date, funnel_passes, plan
 from svc.queries.run import Runner
 from svc.queries.shape import percent
 from svc.queries.sql import reports
@@ -136,10 +141,25 @@ def query_funnel(
         raise InvalidRequest("`window` must be 1 second to 30 days", field="window")
     targets = [parse_goal(s, "step") for s in steps]
     p, runner = plan(query), Runner(store)
-    passes: tuple[FunnelPass | None, ...] = _passes(p, runner, store.settings.funnel_pass_visitors)
     reached: dict[int, int] = {}
-    for part in passes or (None,):
-        for r in runner.named(reports.funnel(p, Facts(), targets, window_seconds, part)):
+    # About how many visitors: one statement over the events holds up to this many
+    per_pass = store.settings.funnel_pass_visitors
+    visitors = int(runner.rows(reports.funnel_visitors(p))[0][0] or 0)
+    facts = _step_days(p, runner, targets) if visitors > per_pass else Facts()
+    if facts.rolled:  # the rolled days from visitor_steps, beside the others' events
+        edges = _edge_days(p, facts)
+        results = runner.together(
+            reports.funnel_steps(p, facts.rolled, edges, targets, window_seconds),
+            reports.funnel(p, facts, targets, window_seconds),
+        )
+    else:  # the passes one after the other: each holds its visitors' states
+        passes: tuple[FunnelPass | None, ...] = _passes(p, runner, visitors, per_pass)
+        results = [
+            runner.named(reports.funnel(p, facts, targets, window_seconds, part))
+            for part in passes or (None,)
+        ]
+    for rows in results:
+        for r in rows:
             reached[int(r["level"])] = reached.get(int(r["level"]), 0) + int(r["visitors"])
     counts = [sum(n for level, n in reached.items() if level >= i + 1) for i in range(len(steps))]
     out = []
@@ -157,10 +177,46 @@ def query_funnel(
     return {"windowSeconds": window_seconds, "steps": out}
 
 
-def _passes(p: Plan, runner: Runner, per_pass: int) -> tuple[FunnelPass, ...]:
-    """The passes of a funnel under ``p`` (none: one statement), from the visitors the daily
-    rollups count and the long sessions' spans (read only when there are several)."""
-    visitors = int(runner.rows(reports.funnel_visitors(p))[0][0] or 0)
+def _step_days(p: Plan, runner: Runner, targets: Sequence[tuple[str, str]]) -> Facts:
+    """The rolled-up days a funnel reads from ``visitor_steps`` (storage/migrations/017), as
+    the facts' rolled days (the events are read for the others' sessions alone), with the
+    long sessions that cross an end of the range: the days from the one before the range
+    (or of such a long session) to its last that have those rows, when there are no
+    filters, no step is ``event:page_view`` or a page pattern with ``*``, the range is all
+    raw days, and no path or event name of those days shares a step's key (else none)."""
+    whole = all(
+        (kind == "page" and "*" not in target) or (kind == "event" and target != "page_view")
+        for kind, target in targets
+    )
+    if not whole or p.filters or p.days_before_raw is not None:
+        return Facts()
+    facts = runner.facts(p, Needs(edges=True))
+    first = min({p.params["day0"], *facts.long_days})
+    last = p.params["end_day0"]
+    days = tuple(
+        (as_date(d), int(v)) for d, v in runner.rows(reports.funnel_step_days(p, first, last))
+    )
+    if not days or runner.rows(reports.step_collisions(p, days, targets))[0][0]:
+        return Facts()
+    return Facts(rolled=days, long=facts.long)
+
+
+def _edge_days(p: Plan, facts: Facts) -> list[date]:
+    """The days of ``facts.rolled`` whose visitors may have events outside the range: a
+    session keyed on a day has its events on that day and the next unless it is long."""
+    start, end = p.rng.start_utc, p.rng.end_utc
+    out = []
+    for day, _ in facts.rolled:
+        begins = datetime.combine(day, datetime.min.time(), UTC)
+        if begins < start or begins + timedelta(days=2) > end or day in facts.long_days:
+            out.append(day)
+    return out
+
+
+def _passes(p: Plan, runner: Runner, visitors: int, per_pass: int) -> tuple[FunnelPass, ...]:
+    """The passes of a funnel under ``p`` over about ``visitors`` (the daily rollups'
+    count; none: one statement), with the long sessions' spans (read only when there are
+    several)."""
     if visitors <= per_pass:
         return ()
     return funnel_passes(p, visitors, per_pass, runner.rows(reports.long_session_spans(p)))

@@ -61,6 +61,7 @@ PROJECT_TABLES = (
     PAGE_MEASUREMENTS_TABLE,
     "session_rollups",
     "rolled_sessions",
+    "visitor_steps",
     "rollup_days",
     "retention_horizons",  # svc.retention (migrations/020)
     "snapshot_days",  # svc.storage.snapshots (migrations/016): its rows name the others'

@@ -37,6 +37,7 @@ from typing import Any
 
 from svc.schema.dimensions import DIMENSIONS
 from svc.schema.measurements import COUNTED_SQL
+from svc.schema.steps import STEP_KEY_SQL
 from svc.storage.events import EventStore
 from svc.timeutil import as_date
 
@@ -329,9 +330,30 @@ GROUP BY hour
     "VALUES ({project:String}, 'start_hour', {day:Date}, '', {version:UInt64})",
 )
 
+
+def _visitor_steps_sqls(long: bool) -> tuple[str, ...]:
+    """The ``visitor_steps`` rows of a day (storage/migrations/017): per visitor of its
+    sessions, the time and step key of each of their counted events; then the marker row
+    (``visitor_steps``, '') that says the day has them."""
+    return (
+        f"""
+INSERT INTO visitor_steps
+SELECT {{project:String}}, {{day:Date}}, {{version:UInt64}}, visitor_id,
+    groupArray(toDateTime(ts, 'UTC')), groupArray({STEP_KEY_SQL})
+FROM events WHERE {_day_events(long)} AND {COUNTED_SQL}
+GROUP BY visitor_id
+""",
+        "INSERT INTO session_rollups (project_id, dimension, session_day, value, version) "
+        "VALUES ({project:String}, 'visitor_steps', {day:Date}, '', {version:UInt64})",
+    )
+
+
+#: _visitor_steps_sqls for a day without long sessions, and for one with them.
+_VISITOR_STEPS_SQLS = {long: _visitor_steps_sqls(long) for long in (False, True)}
+
 #: The rows added to the rollups after days were rolled up without them, and the marker row
 #: (dimension, value) of each that every day rolled up since has.
-_ADDED_ROWS = (("next_day", ""), ("start_hour", ""), ("event_source", ""))
+_ADDED_ROWS = (("next_day", ""), ("start_hour", ""), ("event_source", ""), ("visitor_steps", ""))
 
 #: The current version of every rolled-up day without the marker row ``{dimension}``,
 #: ``{value}`` (rolled up before the rollups had those rows).
@@ -343,7 +365,7 @@ _WITHOUT_SQL = (
 )
 
 #: The tables of rolled-up rows, each day's under its versions.
-_ROLLED_TABLES = ("session_rollups", "rolled_sessions")
+_ROLLED_TABLES = ("session_rollups", "rolled_sessions", "visitor_steps")
 
 
 class Rollups:
@@ -438,6 +460,9 @@ class Rollups:
                 elif dimension == "event_source":
                     params = self._long_params(params)
                     sqls = _EVENT_SOURCE_SQLS["long_ids" in params]
+                elif dimension == "visitor_steps":
+                    params = self._long_params(params)
+                    sqls = _VISITOR_STEPS_SQLS["long_ids" in params]
                 else:
                     sqls = _START_HOUR_SQLS
                 with self.store.write_lock:
@@ -479,7 +504,7 @@ class Rollups:
             self.store.client.command(_SESSIONS_DAY_SQL, parameters=params)
             self.store.client.command(_PATHS_DAY_SQL, parameters=params)
             self.store.client.command(_NEXT_DAY_SQLS[long], parameters=params)
-            for sql in _START_HOUR_SQLS:
+            for sql in (*_START_HOUR_SQLS, *_VISITOR_STEPS_SQLS[long]):
                 self.store.client.command(sql, parameters=params)
             self.last_lock_seconds = time.perf_counter() - locked
         self.store.client.command(

@@ -23,6 +23,7 @@ from svc.queries.sql.sessions import (
 )
 from svc.queries.sql.statement import Statement, statement
 from svc.schema.measurements import COUNTED_SQL
+from svc.schema.steps import step_key_sql
 
 # GET /metrics ---------------------------------------------------------------------------------
 
@@ -490,6 +491,8 @@ def funnel(
         if part.last_day is not None:
             within += " AND toDate(session_start) <= {pass_last:Date}"
             own["pass_last"] = part.last_day
+    if facts.rolled:  # those days' visitors are read from visitor_steps (funnel_steps)
+        within += f" AND {of_unrolled_days()}"
     custom = all(kind == "event" and target != "page_view" for kind, target in steps)
     table = "report_events" if custom else "events"
     conditions = []
@@ -513,6 +516,104 @@ def funnel(
         plan,
         facts,
         **own,
+    )
+
+
+def funnel_step_days(plan: Plan, first: date, last: date) -> Statement:
+    """The rolled-up days from ``first`` to ``last`` whose current version has its
+    ``visitor_steps`` rows (storage/migrations/017), and that version."""
+    current = (
+        "SELECT session_day, max(version) AS version FROM rollup_days "
+        "WHERE project_id = {project:String} AND session_day BETWEEN {f0:Date} AND {f1:Date} "
+        "GROUP BY session_day"
+    )
+    return Statement(
+        f"SELECT session_day, version FROM ({current}) WHERE (session_day, version) IN "
+        "(SELECT session_day, version FROM session_rollups WHERE project_id = {project:String} "
+        "AND dimension = 'visitor_steps' AND session_day BETWEEN {f0:Date} AND {f1:Date}) "
+        "ORDER BY session_day",
+        {"project": plan.project_id, "f0": first, "f1": last},
+    )
+
+
+def _step_keys(steps: Sequence[tuple[str, str]]) -> tuple[list[str], dict[str, Any]]:
+    """The steps' keys (svc.schema.steps) as SQL over bound targets ``k<i>``."""
+    keys, own = [], {}
+    for i, (kind, target) in enumerate(steps):
+        keys.append(step_key_sql(kind, f"k{i}"))
+        own[f"k{i}"] = target
+    return keys, own
+
+
+def step_collisions(
+    plan: Plan, days: Sequence[tuple[date, int]], steps: Sequence[tuple[str, str]]
+) -> Statement:
+    """How many paths and event names of ``days`` (the rollups' ``path`` and ``event`` rows)
+    have a step's key without being its target: a funnel then reads the events."""
+    keys, own = _step_keys(steps)
+    targets = ", ".join(
+        f"('{'path' if kind == 'page' else 'event'}', {{k{i}:String}})"
+        for i, (kind, _) in enumerate(steps)
+    )
+    key = "if(dimension = 'path', xxHash32(value), xxHash32(concat(char(0), value)))"
+    return Statement(
+        "SELECT count() FROM (SELECT DISTINCT dimension, value FROM session_rollups "
+        "WHERE project_id = {project:String} AND dimension IN ('path', 'event') "
+        "AND (session_day, version) IN {days:Array(Tuple(Date, UInt64))}) "
+        f"WHERE {key} IN ({', '.join(keys)}) AND (dimension, value) NOT IN ({targets})",
+        {"project": plan.project_id, "days": list(days), **own},
+    )
+
+
+def funnel_steps(
+    plan: Plan,
+    days: Sequence[tuple[date, int]],
+    edge_days: Sequence[date],
+    steps: Sequence[tuple[str, str]],
+    window_seconds: int,
+) -> Statement:
+    """Per level reached, its visitors, over the visitors of ``days`` (rolled up, with their
+    ``visitor_steps`` rows): ClickHouse's windowFunnel over each visitor's events
+    (``arrayReduce``: the same function as :func:`funnel`'s, per row), for those with a first
+    step and a later one; a visitor with a first step alone is at level 1. On ``edge_days``
+    (the day before the range, its last, the days of long sessions that cross an end) a
+    visitor's events outside the range are left out first.
+
+    Over 30 days of 100M events (29.5M visitors, 100M events, 760 MB): ~1.8 s, of which
+    reading the keys and finding the 13M visitors with a first step ~0.7 s; 4.3-4.9 s by the
+    events in five passes."""
+    keys, own = _step_keys(steps)
+    inside = (
+        "x >= toDateTime({start:DateTime64(3, 'UTC')}, 'UTC') "
+        "AND x < toDateTime({end:DateTime64(3, 'UTC')}, 'UTC')"
+    )
+    conditions = ", ".join(f"arrayMap(y -> y = {k}, k)" for k in keys)
+    later = f"hasAny(k, [{', '.join(keys[1:])}])"
+    of_days = (
+        "FROM visitor_steps WHERE project_id = {project:String} "
+        "AND (session_day, version) IN {days:Array(Tuple(Date, UInt64))} "
+        f"AND has(keys, {keys[0]}) AND session_day"
+    )
+    # the edge days' rows apart: an if() per row over all of them cost ~0.25 s at 100M
+    rows = (
+        f"SELECT ts AS t, keys AS k {of_days} NOT IN {{edge_days:Array(Date)}} UNION ALL "
+        f"SELECT arrayFilter(x -> {inside}, ts) AS t, "
+        f"arrayFilter((y, x) -> {inside}, keys, ts) AS k {of_days} IN {{edge_days:Array(Date)}}"
+    )
+    return Statement(
+        "SELECT level, count() AS visitors FROM ("
+        f"SELECT if({later}, arrayReduce(concat('windowFunnel(', toString({{window:UInt64}}), "
+        f"')'), t, {conditions}), has(k, {keys[0]})) AS level FROM ({rows})) "
+        "WHERE level > 0 GROUP BY level",
+        {
+            "window": window_seconds,
+            "project": plan.project_id,
+            "start": plan.params["start"],
+            "end": plan.params["end"],
+            "days": list(days),
+            "edge_days": list(edge_days),
+            **own,
+        },
     )
 
 

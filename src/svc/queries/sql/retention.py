@@ -36,6 +36,7 @@ RAW: tuple[Kept, ...] = (
     Kept("sessions", "session_day"),
     Kept("session_pages", "session_day"),
     Kept("rolled_sessions", "session_day"),
+    Kept("visitor_steps", "session_day"),  # per visitor, their events (storage migration 17)
     Kept("long_sessions", "session_day", partitioned=False),
     Kept("page_measurements", "ts"),  # the page measurements' rows (storage migration 13)
 )
