@@ -26,11 +26,20 @@ visitors), the other days' sessions from the events; else in passes by session d
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, date, datetime, timedelta
+from datetime import date
 from typing import Any
 
 from svc.errors import InvalidRequest
-from svc.queries.plan import Facts, FunnelPass, Needs, Plan, Query, as_date, funnel_passes, plan
+from svc.queries.plan import (
+    Facts,
+    FunnelPass,
+    Needs,
+    Plan,
+    Query,
+    day_versions,
+    funnel_passes,
+    plan,
+)
 from svc.queries.run import Runner
 from svc.queries.shape import percent
 from svc.queries.sql import reports
@@ -193,24 +202,19 @@ def _step_days(p: Plan, runner: Runner, targets: Sequence[tuple[str, str]]) -> F
     facts = runner.facts(p, Needs(edges=True))
     first = min({p.params["day0"], *facts.long_days})
     last = p.params["end_day0"]
-    days = tuple(
-        (as_date(d), int(v)) for d, v in runner.rows(reports.funnel_step_days(p, first, last))
-    )
+    days = day_versions(runner.rows(reports.funnel_step_days(p, first, last)))
     if not days or runner.rows(reports.step_collisions(p, days, targets))[0][0]:
         return Facts()
     return Facts(rolled=days, long=facts.long)
 
 
 def _edge_days(p: Plan, facts: Facts) -> list[date]:
-    """The days of ``facts.rolled`` whose visitors may have events outside the range: a
-    session keyed on a day has its events on that day and the next unless it is long."""
-    start, end = p.rng.start_utc, p.rng.end_utc
-    out = []
-    for day, _ in facts.rolled:
-        begins = datetime.combine(day, datetime.min.time(), UTC)
-        if begins < start or begins + timedelta(days=2) > end or day in facts.long_days:
-            out.append(day)
-    return out
+    """The days of ``facts.rolled`` whose visitors may have events outside the range: those
+    outside :attr:`Plan.rollup_span` (the days whose sessions are wholly inside it, but the
+    long ones) and those of the long sessions that cross an end."""
+    span = p.rollup_span
+    inside = (lambda day: span[0] <= day <= span[1]) if span else (lambda day: False)
+    return [d for d, _ in facts.rolled if not inside(d) or d in facts.long_days]
 
 
 def _passes(p: Plan, runner: Runner, visitors: int, per_pass: int) -> tuple[FunnelPass, ...]:

@@ -550,8 +550,7 @@ def rolled_days(
     """The rolled-up days (rows of :func:`svc.queries.sql.sessions.current_rolled_days`: day,
     version) that the rollups serve: not a day with a long session that crosses an end of the
     range (its sessions have events outside it)."""
-    days = ((as_date(d), int(v)) for d, v in rows)
-    return tuple((d, v) for d, v in days if d not in long_days)
+    return tuple((d, v) for d, v in day_versions(rows) if d not in long_days)
 
 
 def snapshot_wanted(plan: Plan, facts: Facts) -> list[date]:
@@ -570,8 +569,9 @@ def snapshot_wanted(plan: Plan, facts: Facts) -> list[date]:
     return out
 
 
-def snapshots(rows: Sequence[Sequence[Any]]) -> tuple[tuple[date, int], ...]:
-    """The snapshots a report takes (rows of :func:`svc.queries.sql.snapshots.current`)."""
+def day_versions(rows: Sequence[Sequence[Any]]) -> tuple[tuple[date, int], ...]:
+    """Rows of (day, version) as the store returns them: the rolled-up days, the snapshots
+    (:func:`svc.queries.sql.snapshots.current`), a funnel's days with visitor steps."""
     return tuple((as_date(d), int(v)) for d, v in rows)
 
 

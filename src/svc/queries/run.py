@@ -58,7 +58,7 @@ class Runner:
                 wanted = planner.snapshot_wanted(plan, facts)
                 if wanted:
                     rows = self.rows(snapshot_sql.current(plan, wanted))
-                    facts = replace(facts, snapshots=planner.snapshots(rows))
+                    facts = replace(facts, snapshots=planner.day_versions(rows))
         return facts
 
     def _crossing(self, plan: Plan, facts: Facts) -> Facts:

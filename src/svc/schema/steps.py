@@ -8,13 +8,22 @@ instead (svc.queries.conversions)."""
 
 from __future__ import annotations
 
+#: The key of a path, and of an event name, over an SQL expression of it.
+_PATH_KEY = "xxHash32({})"
+_NAME_KEY = "xxHash32(concat(char(0), {}))"
+
+
+def step_key(is_page: str, path: str, name: str) -> str:
+    """The key, in SQL, of a row that is a page view where ``is_page`` holds (its path
+    ``path``), else an event named ``name`` (each an SQL expression)."""
+    return f"if({is_page}, {_PATH_KEY.format(path)}, {_NAME_KEY.format(name)})"
+
+
 #: The key of an event (a row of ``events``), in SQL.
-STEP_KEY_SQL = "if(name = 'page_view', xxHash32(path), xxHash32(concat(char(0), name)))"
+STEP_KEY_SQL = step_key("name = 'page_view'", "path", "name")
 
 
 def step_key_sql(kind: str, param: str) -> str:
     """The key of a step of ``kind`` (``page`` or ``event``) whose target is bound as
     ``param``, in SQL."""
-    if kind == "page":
-        return f"xxHash32({{{param}:String}})"
-    return f"xxHash32(concat(char(0), {{{param}:String}}))"
+    return (_PATH_KEY if kind == "page" else _NAME_KEY).format(f"{{{param}:String}}")

@@ -20,7 +20,6 @@ it is that old itself. Rebuilding a project's sessions (an import) forgets its s
 
 from __future__ import annotations
 
-import logging
 from collections import defaultdict
 from datetime import UTC, date, datetime
 from typing import Any
@@ -28,8 +27,6 @@ from typing import Any
 from svc.storage.events import EventStore
 from svc.storage.rollups import KEEP_OLD_VERSIONS, RECHECK_MARGIN, SETTLE
 from svc.timeutil import as_date
-
-log = logging.getLogger(__name__)
 
 #: The tables of a snapshot, each partitioned by version.
 SNAPSHOT_TABLES = ("snapshot_sessions", "snapshot_sums", "snapshot_days")

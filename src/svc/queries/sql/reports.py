@@ -13,6 +13,7 @@ from svc.queries.plan import Facts, FunnelPass, Plan
 from svc.queries.sql.sessions import (
     ROLLED_SESSION_AGGREGATES,
     SESSION_AGGREGATES,
+    current_rolled_days,
     event_name_rows,
     event_rows,
     events_where,
@@ -23,7 +24,7 @@ from svc.queries.sql.sessions import (
 )
 from svc.queries.sql.statement import Statement, statement
 from svc.schema.measurements import COUNTED_SQL
-from svc.schema.steps import step_key_sql
+from svc.schema.steps import step_key, step_key_sql
 
 # GET /metrics ---------------------------------------------------------------------------------
 
@@ -522,17 +523,13 @@ def funnel(
 def funnel_step_days(plan: Plan, first: date, last: date) -> Statement:
     """The rolled-up days from ``first`` to ``last`` whose current version has its
     ``visitor_steps`` rows (storage/migrations/017), and that version."""
-    current = (
-        "SELECT session_day, max(version) AS version FROM rollup_days "
-        "WHERE project_id = {project:String} AND session_day BETWEEN {f0:Date} AND {f1:Date} "
-        "GROUP BY session_day"
-    )
+    current = current_rolled_days(plan, (first, last), None)
     return Statement(
-        f"SELECT session_day, version FROM ({current}) WHERE (session_day, version) IN "
+        f"SELECT session_day, version FROM ({current.sql}) WHERE (session_day, version) IN "
         "(SELECT session_day, version FROM session_rollups WHERE project_id = {project:String} "
-        "AND dimension = 'visitor_steps' AND session_day BETWEEN {f0:Date} AND {f1:Date}) "
+        "AND dimension = 'visitor_steps' AND session_day BETWEEN {r0:Date} AND {r1:Date}) "
         "ORDER BY session_day",
-        {"project": plan.project_id, "f0": first, "f1": last},
+        current.params,
     )
 
 
@@ -555,7 +552,7 @@ def step_collisions(
         f"('{'path' if kind == 'page' else 'event'}', {{k{i}:String}})"
         for i, (kind, _) in enumerate(steps)
     )
-    key = "if(dimension = 'path', xxHash32(value), xxHash32(concat(char(0), value)))"
+    key = step_key("dimension = 'path'", "value", "value")
     return Statement(
         "SELECT count() FROM (SELECT DISTINCT dimension, value FROM session_rollups "
         "WHERE project_id = {project:String} AND dimension IN ('path', 'event') "
