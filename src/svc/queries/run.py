@@ -82,7 +82,15 @@ class Runner:
         if span is None:
             return ()
         rows = self.rows(sql.current_rolled_days(plan, span, property_key))
-        return planner.rolled_days(plan, rows, facts.long_days)
+        days = planner.rolled_days(plan, rows, facts.long_days)
+        end_day, versions = span[1], dict(days)
+        inner = plan.rollup_span
+        # the last day's sessions are corrected with their events after the end as they are
+        # now (Facts.after_end): not with a rollup that events received since changed
+        extra = last_day and end_day in versions and (inner is None or end_day > inner[1])
+        if extra and self.rows(sql.received_since(plan, end_day, versions[end_day]))[0][0]:
+            days = tuple(d for d in days if d[0] != end_day)
+        return days
 
     def _rolled_sessions(self, plan: Plan, facts: Facts) -> Facts:
         """The rolled-up days whose sessions ``rolled_sessions`` serves; with a filter on the

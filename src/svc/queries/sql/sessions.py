@@ -188,6 +188,20 @@ def current_rolled_days(plan: Plan, span: tuple[date, date], property_key: str |
     return Statement(f"{sql} ORDER BY session_day", params)
 
 
+def received_since(plan: Plan, day: date, version: int) -> Statement:
+    """Whether an event of a session of ``day`` was received at or after ``version`` (its
+    rollup's: that rollup may lack it until the next pass). For the range's last day, whose
+    sessions are not long ones (:attr:`Plan.rollup_span_to_end`): their events are on that
+    day and the next. The minmax index on ``received_at`` skips the older granules."""
+    return Statement(
+        "SELECT count() > 0 FROM events WHERE project_id = {project:String} "
+        "AND toDate(ts) BETWEEN {since_day:Date} AND {since_day:Date} + 1 "
+        "AND toDate(session_start) = {since_day:Date} "
+        "AND toUnixTimestamp64Milli(received_at) >= {since_version:Int64}",
+        {"project": plan.project_id, "since_day": day, "since_version": version},
+    )
+
+
 def path_hashes(plan: Plan, days: Sequence[tuple[date, int]]) -> Statement:
     """Per 32-bit hash (xxHash32) of a path of the rolled ``days`` (the rollups' ``path``
     rows, svc.storage.rollups) that the page filters match: whether one path with it
