@@ -48,6 +48,8 @@ REPORT_EVENTS_TABLE = "report_events"
 REPORT_EVENTS_WHERE = f"(name != 'page_view' OR notEmpty(properties)) AND {COUNTED_SQL}"
 #: The sessions with an event outside the day of their start and the next (migrations/012).
 LONG_SESSIONS_TABLE = "long_sessions"
+#: The sessions with an event on the day after the day of their start (migrations/021).
+NEXT_DAY_SESSIONS_TABLE = "next_day_sessions"
 #: One row per page measurement (engagement, web_vitals) with typed figures (migrations/013).
 PAGE_MEASUREMENTS_TABLE = "page_measurements"
 #: Every table that holds rows of a project (the rollups' tables: svc.storage.rollups).
@@ -58,6 +60,7 @@ PROJECT_TABLES = (
     EVENT_HOURS_TABLE,
     REPORT_EVENTS_TABLE,
     LONG_SESSIONS_TABLE,
+    NEXT_DAY_SESSIONS_TABLE,
     PAGE_MEASUREMENTS_TABLE,
     "session_rollups",
     "rolled_sessions",
@@ -337,7 +340,8 @@ class EventStore:
         For events that did not go through the materialized view with a correct
         ``session_start`` (stored before the sessions table existed, or imported): a session
         is keyed by the day of its first event here. Not for use while that project ingests.
-        Its (session, page) rows and its long sessions are rebuilt too.
+        Its (session, page) rows, its long sessions and those that cross into the next day are
+        rebuilt too.
         """
         client = self.client
         self._clear("snapshot_days", project_id)  # snapshots of the old rows: never read again
@@ -360,6 +364,27 @@ class EventStore:
             f"INSERT INTO {LONG_SESSIONS_TABLE} SELECT project_id, toDate(min(ts)) AS day, "
             f"session_id, min(ts), max(ts) FROM {EVENTS_TABLE} WHERE {where} "
             "GROUP BY project_id, session_id HAVING toDate(max(ts)) > day + 1",
+            parameters=params,
+            settings={"max_bytes_before_external_group_by": 500_000_000},
+        )
+        self.rebuild_next_day_sessions(project_id)
+
+    def rebuild_next_day_sessions(self, project_id: str | None = None) -> None:
+        """Write ``next_day_sessions`` anew from the stored events, of one project or all,
+        each session keyed by the day of its first event (as :meth:`rebuild_sessions` keys
+        it): its last event of the day after, if it has one."""
+        client = self.client
+        where, params = self._clear(NEXT_DAY_SESSIONS_TABLE, project_id)
+        where = f"{where} AND {COUNTED_SQL}"
+        by_day = (  # per session and day of its events, the last
+            f"SELECT project_id, session_id, toDate(ts) AS d, max(ts) AS last FROM {EVENTS_TABLE} "
+            f"WHERE {where} GROUP BY project_id, session_id, d"
+        )
+        client.command(
+            f"INSERT INTO {NEXT_DAY_SESSIONS_TABLE} SELECT project_id, day, session_id, "
+            "next[1].2 FROM (SELECT project_id, session_id, groupArray((d, last)) AS days, "
+            "arrayMin(days.1) AS day, arrayFilter(x -> x.1 = day + 1, days) AS next "
+            f"FROM ({by_day}) GROUP BY project_id, session_id) WHERE notEmpty(next)",
             parameters=params,
             settings={"max_bytes_before_external_group_by": 500_000_000},
         )

@@ -38,6 +38,7 @@ RAW: tuple[Kept, ...] = (
     Kept("rolled_sessions", "session_day"),
     Kept("visitor_steps", "session_day"),  # per visitor, their events (storage migration 17)
     Kept("long_sessions", "session_day", partitioned=False),
+    Kept("next_day_sessions", "session_day"),  # sessions across midnight (storage migration 21)
     Kept("page_measurements", "ts"),  # the page measurements' rows (storage migration 13)
 )
 
