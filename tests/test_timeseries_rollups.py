@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -27,6 +28,9 @@ PROJECT = "series-rollups"
 TODAY = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
 MINUTE = 60_000
 INTERVALS = ("day", "week", "month")
+#: The zones read by day, week and month besides UTC: whole hours east and west (their
+#: sessions from the rollups' start_hour rows), and half an hour (from the session rows).
+ZONES = ("Europe/Berlin", "America/New_York", "Asia/Kolkata")
 #: Ranges (first, last: days before today).
 RANGES = [(21, 0), (8, 1), (14, 2), (9, 8), (6, 4), (1, 0)]  # the first two read "old" too
 #: Ranges read by the hour too (the first reads "old" too).
@@ -145,16 +149,27 @@ old_cases = json.loads(sys.argv[5])
 for token, data in json.load(sys.stdin):
     store.insert_ndjson(data.encode(), token)
 every = parse_filters(["event:matches:."])
+from svc.queries.sql import reports
+by_hours, used = reports.series_rolled_start_hours, []
+
+def counted(plan, facts, interval):
+    used.append(plan.rng.tz)
+    return by_hours(plan, facts, interval)
+
+reports.series_rolled_start_hours = counted
 
 def read(tag, events_path=False, subset=None):
     out[tag] = {}
-    for first, last, interval in subset or cases:
-        rng = DateRange(date.fromisoformat(first), date.fromisoformat(last), "UTC")
+    for first, last, interval, tz in subset or cases:
+        rng = DateRange(date.fromisoformat(first), date.fromisoformat(last), tz)
+        used.clear()
         fast = query_timeseries(store, Query(project, rng), interval)["points"]
+        hours = out.setdefault("start_hours", {}).setdefault(tag, {})
+        hours[f"{first} {last} {interval} {tz}"] = len(used)
         events = None
         if events_path:
             events = query_timeseries(store, Query(project, rng, tuple(every)), interval)
-        out[tag][f"{first} {last} {interval}"] = [fast, events and events["points"]]
+        out[tag][f"{first} {last} {interval} {tz}"] = [fast, events and events["points"]]
 
 def next_days():
     return store.query("SELECT count() FROM session_rollups WHERE dimension = 'next_day' "
@@ -181,11 +196,15 @@ print(json.dumps(out))
 @pytest.fixture(scope="module")
 def read(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     cases = [
-        (day(first).isoformat(), day(last).isoformat(), interval)
+        (day(first).isoformat(), day(last).isoformat(), interval, tz)
         for first, last in RANGES
         for interval in INTERVALS
-    ] + [(day(first).isoformat(), day(last).isoformat(), "hour") for first, last in HOUR_RANGES]
-    old = [c for c in cases if c[2] == "hour"][:1] + cases[:6]
+        for tz in ("UTC", *ZONES)
+    ] + [
+        (day(first).isoformat(), day(last).isoformat(), "hour", "UTC")
+        for first, last in HOUR_RANGES
+    ]
+    old = [c for c in cases if c[2] == "hour"][:1] + cases[:24]
     out: dict[str, Any] = run_store_script(
         _READ,
         str(tmp_path_factory.mktemp("series") / "data"),
@@ -198,16 +217,17 @@ def read(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return out
 
 
-def oracle(first: date, last: date, interval: str) -> dict[str, dict[str, int]]:
+def oracle(first: date, last: date, interval: str, tz: str) -> dict[str, dict[str, int]]:
     """Per bucket label: the distinct visitor ids, page views and sessions (by their first
-    event, clamped to the range) of the events sent."""
-    start = int(datetime.combine(first, datetime.min.time(), UTC).timestamp() * 1000)
-    end = int(datetime.combine(last + timedelta(1), datetime.min.time(), UTC).timestamp() * 1000)
+    event, clamped to the range) of the events sent, in the zone ``tz``."""
+    zone = ZoneInfo(tz)
+    start = int(datetime.combine(first, datetime.min.time(), zone).timestamp() * 1000)
+    end = int(datetime.combine(last + timedelta(1), datetime.min.time(), zone).timestamp() * 1000)
 
     def label(ts: int) -> str:
-        t = datetime.fromtimestamp(ts / 1000, UTC).date()
+        t = datetime.fromtimestamp(ts / 1000, zone).date()
         if interval == "hour":
-            return datetime.fromtimestamp(ts / 1000, UTC).strftime("%Y-%m-%dT%H:00")
+            return datetime.fromtimestamp(ts / 1000, zone).strftime("%Y-%m-%dT%H:00")
         if interval == "week":
             t -= timedelta(days=t.weekday())
         elif interval == "month":
@@ -240,6 +260,20 @@ def test_the_rollups_hold_every_day_and_its_next_day_row(read: dict[str, Any]) -
     assert read["filled_days"] == 1
 
 
+def test_other_zones_of_whole_hours_read_the_rolled_days_by_their_start_hours(
+    read: dict[str, Any],
+) -> None:
+    used = read["start_hours"]["rolled"]
+    for case, n in used.items():
+        first, last, _, tz = case.split()
+        days = (date.fromisoformat(last) - date.fromisoformat(first)).days
+        if tz in ("Europe/Berlin", "America/New_York") and days >= 4:  # a day wholly inside
+            assert n == 1, case
+        elif tz in ("UTC", "Asia/Kolkata"):  # UTC days; half an hour: the session rows
+            assert n == 0, case
+    assert not any(read["start_hours"]["before"].values())  # nothing rolled up yet
+
+
 def test_the_series_equals_the_events_path(read: dict[str, Any]) -> None:
     for case, (fast, events) in read["rolled"].items():
         assert fast == events, case
@@ -255,8 +289,8 @@ def test_the_series_is_the_same_before_and_after_the_rollups(
 
 def test_the_series_counts_what_was_sent(read: dict[str, Any]) -> None:
     for case, (fast, _) in read["rolled"].items():
-        first, last, interval = case.split()
-        want = oracle(date.fromisoformat(first), date.fromisoformat(last), interval)
+        first, last, interval, tz = case.split()
+        want = oracle(date.fromisoformat(first), date.fromisoformat(last), interval, tz)
         for point in fast:
             w = want.get(point["time"], {"visitors": 0, "pageviews": 0, "sessions": 0})
             got = {k: point[k] for k in ("visitors", "pageviews", "sessions")}

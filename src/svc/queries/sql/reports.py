@@ -261,6 +261,42 @@ def series_rolled_days(plan: Plan, first: date, last: date) -> Statement:
     )
 
 
+def series_rolled_start_hours(plan: Plan, facts: Facts, interval: str) -> Statement:
+    """Per bucket (``interval`` a key of :data:`ROLLED_DAY_BUCKETS`, in a zone of whole
+    hours: each UTC hour is in one bucket): the sessions, bounces, sessions with a page view
+    and duration of the rolled-up days (``facts.rolled``, each with its ``start_hour`` rows)
+    by the UTC hour their sessions began in (the range's start for an hour before it: a
+    session with a late event from before the range), as :func:`series_sessions` buckets a
+    session by its start clamped to the range; its columns."""
+    assert facts.rolled and interval in ROLLED_DAY_BUCKETS
+    start = "greatest(toDateTime64(value, 3, 'UTC'), {start:DateTime64(3, 'UTC')})"
+    return statement(
+        f"SELECT {_LABELS[interval]} AS time, * FROM "
+        f"(SELECT {INTERVALS[interval].format(t=start)} AS bucket, sum(sessions) AS sessions, "
+        "sum(bounces) AS bounces, sum(with_pageview) AS with_pv, "
+        "sum(duration_ms) AS duration_ms FROM session_rollups "
+        "WHERE project_id = {project:String} AND dimension = 'start_hour' AND value != '' "
+        "AND session_day IN {rolled_days:Array(Date)} "
+        "AND version = transform(session_day, {rolled_days:Array(Date)}, "
+        "{rolled_versions:Array(UInt64)}, toUInt64(0)) "
+        "GROUP BY bucket)",
+        plan,
+        facts,
+    )
+
+
+def start_hour_days(plan: Plan, days: Sequence[tuple[date, int]]) -> Statement:
+    """The days of ``days`` (rolled up: day, version) whose rollups at that version have
+    their ``start_hour`` rows (a day rolled up before they existed gets them at the next
+    pass after start: svc.storage.rollups)."""
+    return Statement(
+        "SELECT session_day FROM session_rollups WHERE project_id = {project:String} "
+        "AND dimension = 'start_hour' AND value = '' "
+        "AND (session_day, version) IN {hour_days:Array(Tuple(Date, UInt64))}",
+        {"project": plan.project_id, "hour_days": list(days)},
+    )
+
+
 def series_rolled_hours(plan: Plan, facts: Facts) -> Statement:
     """Per hour (labelled as :func:`series_sessions` labels it by the hour): the sessions,
     bounces, sessions with a page view and duration of the rolled-up days (``facts.rolled``)
