@@ -19,6 +19,7 @@ import statistics
 import sys
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -118,6 +119,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--warm", type=int, default=2)
     p.add_argument("--width", type=int, default=150, help="characters of SQL shown")
+    p.add_argument("--tz", default="", help="read every report in this time zone (tz=)")
     p.add_argument("--json", metavar="FILE")
     args = p.parse_args(argv)
     dataset = json.loads((args.data_dir / MARKER).read_text())
@@ -137,6 +139,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 continue
             if "hour" in name:
                 path = path.replace(f"from={first}", f"from={last - timedelta(days=6)}")
+            if args.tz:
+                path += ("&" if "?" in path else "?") + urllib.parse.urlencode({"tz": args.tz})
             runs: list[tuple[float, list[Step]]] = []
             for i in range(args.warm + args.runs):
                 recorder.reset()
