@@ -30,6 +30,8 @@ views and custom events taking the rest in their usual proportion; and times the
 those events too (:data:`EXTENSION_ENDPOINTS`), which are not in the default list.
 
 Run: ``.venv/bin/python bench/query_bench.py --events 10000000 --data-dir /tmp/svc-bench-10m``
+(``--tree /tmp/before``: the server from another source tree, ``git worktree add /tmp/before
+<commit>``, to time two commits one after the other on the same store).
 """
 
 from __future__ import annotations
@@ -486,6 +488,7 @@ def run(
     regenerate: bool,
     only: str = "",
     extensions: bool = False,
+    tree: Path | None = None,
 ) -> QueryReport:
     marker = data_dir / MARKER
     info: dict[str, Any] | None = None
@@ -508,7 +511,8 @@ def run(
     end = datetime.fromisoformat(info["end"])
     last_day = (end - timedelta(milliseconds=1)).date()
     first_day = last_day - timedelta(days=info["days"] - 1)
-    server = SvcServer(data_dir, token=info["admin_token"])
+    env = {"PYTHONPATH": str(tree.resolve() / "src")} if tree else {}
+    server = SvcServer(data_dir, env=env, token=info["admin_token"])
     server.start()
     report = QueryReport(info, server.startup_s, 0.0)
     try:
@@ -562,6 +566,11 @@ def main(argv: list[str] | None = None) -> QueryReport:
         action="store_true",
         help="a project with the script's extensions' events, and their reports timed too",
     )
+    p.add_argument(
+        "--tree",
+        type=Path,
+        help="run the server from this source tree (a git worktree of another commit: A/B)",
+    )
     args = p.parse_args(argv)
     report = run(
         args.data_dir,
@@ -571,6 +580,7 @@ def main(argv: list[str] | None = None) -> QueryReport:
         args.regenerate,
         args.only,
         args.extensions,
+        args.tree,
     )
     print(f"start-up to a healthy /health with this store: {report.startup_s:.2f} s")
     print(
