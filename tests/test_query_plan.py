@@ -330,7 +330,12 @@ def test_rolled_days_with_a_long_crossing_session_are_left_out() -> None:
     assert [d.day for d, _ in kept] == [11, 12, 14, 15]
     facts = Facts(long={}, outside=(), rolled=kept)
     assert facts.params(p)["rolled_versions"] == [111, 112, 114, 115]
-    assert "NOT IN {rolled_days:Array(Date)}" in sql.session_rows(p, facts)
+    # the session rows read the days left, by name: the range's and the day before, less
+    # the rolled ones (day 13 is read: its long session crosses an end)
+    assert "session_day IN {session_days:Array(Date)}" in sql.session_rows(p, facts)
+    left = [d.day for d in facts.params(p)["session_days"]]
+    assert 13 in left and not {11, 12, 14, 15} & set(left)
+    assert left == sorted(left) and len(left) == (p.params["day1"] - p.params["day0"]).days + 1 - 4
 
 
 def test_a_hash_collision_sends_the_report_to_the_session_rows() -> None:

@@ -499,6 +499,11 @@ class Facts:
                 # of a rolled day's session, or of a long one (sql.sessions.of_unrolled_days)
                 inner_rolled_days=sorted(d for d in days if d - timedelta(days=1) in days),
             )
+        if self.rolled or self.snapshots:  # the days the session rows read (sql.sessions.days)
+            taken = {d for d, _ in (*self.rolled, *self.snapshots)}
+            first, last = plan.params["day0"], plan.params["day1"]
+            every = (first + timedelta(days=i) for i in range((last - first).days + 1))
+            out["session_days"] = [d for d in every if d not in taken]
         if self.matching_hashes is not None:
             out["matching_hashes"] = list(self.matching_hashes)
         if self.snapshots:
@@ -508,6 +513,7 @@ class Facts:
                 snapshot_days=snapshot_days,
                 snapshot_versions=[v for _, v in self.snapshots],
                 snapshot_first=min(snapshot_days),
+                snapshot_oldest=min(v for _, v in self.snapshots),
             )
         return out
 

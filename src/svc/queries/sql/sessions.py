@@ -231,9 +231,14 @@ def days(plan: Plan, facts: Facts, alias: str = "") -> str:
     """The rows of a table keyed like the sessions (``alias``: ``s.``) that the session rows
     read: those of the days of the range and the day before, and the long sessions on other
     days that cross an end of it (read: ``facts.long``; else read here), but on days taken
-    from the rollups or a snapshot."""
+    from the rollups or a snapshot (the days left are named one by one: a range of days
+    less those read the whole range's granules of the key, GET /metrics over 100M events
+    ~50 ms more)."""
     day, sid = f"{alias}session_day", f"{alias}session_id"
-    where = f"{day} BETWEEN {{day0:Date}} AND {{day1:Date}}"
+    if facts.rolled or facts.snapshots:  # the days left, named: the key picks their granules
+        where = f"{day} IN {{session_days:Array(Date)}}"
+    else:
+        where = f"{day} BETWEEN {{day0:Date}} AND {{day1:Date}}"
     if facts.long is None:
         far = (
             "(SELECT session_day, session_id FROM long_sessions "
@@ -243,10 +248,6 @@ def days(plan: Plan, facts: Facts, alias: str = "") -> str:
         where = f"({where} OR ({day}, {sid}) IN {far})"
     elif facts.far(plan):
         where = f"({where} OR ({day}, {sid}) IN {{far:Array(Tuple(Date, UInt64))}})"
-    if facts.rolled:  # read from the rollups instead
-        where += f" AND {day} NOT IN {{rolled_days:Array(Date)}}"
-    if facts.snapshots:  # read from their snapshots instead (sql.snapshots)
-        where += f" AND {day} NOT IN {{snapshot_days:Array(Date)}}"
     return where
 
 
