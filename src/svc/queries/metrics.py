@@ -113,7 +113,6 @@ def _with_rollups(runner: Runner, p: Plan, facts: Facts) -> Metrics:
     rolled = session_sql.rollup_sums(p, facts, ["", "source"]) if facts.rolled else None
     if facts.snapshots:  # the days not rolled up yet (svc.queries.sql.snapshots)
         summing += [snapshot_sql.sums(p, facts, rolled), snapshot_sql.changes(p, facts)]
-        summing.append(snapshot_sql.seen_visitors(p, facts))  # less these visitors
     elif rolled is not None:
         summing.append(rolled)
     dropping = []  # with a filter that drops reported events: what it drops from rolled days
@@ -125,7 +124,7 @@ def _with_rollups(runner: Runner, p: Plan, facts: Facts) -> Metrics:
     # the days neither rolled up nor snapshot from the session rows
     rest, *results = runner.together(reports.metrics(p, facts), *summing, *dropping)
     for row in (row for rows in results[: len(summing)] for row in rows):
-        if "dimension" not in row:  # visitors counted twice (snapshot_sql.seen_visitors)
+        if row["dimension"] == snapshot_sql.SEEN:  # visitors the snapshots counted already
             result.visitors -= int(row["visitors"])
         elif row["dimension"] == "":
             result.add(row)
