@@ -68,6 +68,7 @@ PROJECT_TABLES = (
     "rollup_days",
     "retention_horizons",  # svc.retention (migrations/020)
     "snapshot_days",  # svc.storage.snapshots (migrations/016): its rows name the others'
+    "usage_months",  # the events received per month, the quota's (migrations/022)
 )
 
 

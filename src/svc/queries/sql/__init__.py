@@ -42,10 +42,13 @@ def _range_params(project_id: str, rng: DateRange) -> dict[str, Any]:
 
 
 def usage_by_project_month(since_month_start: Any) -> Statement:
+    """Per project and month (``YYYY-MM``) from the month of ``since_month_start`` on, the
+    events received (``usage_months``, storage migration 22: one row per project and month,
+    not a count of the month's events)."""
     sql = (
-        "SELECT project_id, formatDateTime(received_at, '%Y-%m', 'UTC') AS month, count() "
-        "FROM events WHERE received_at >= {since:DateTime64(3, 'UTC')} "
-        "GROUP BY project_id, month"
+        "SELECT project_id, formatDateTime(month, '%Y-%m') AS m, sum(events) FROM usage_months "
+        "WHERE month >= toStartOfMonth(toDate({since:DateTime64(3, 'UTC')})) "
+        "GROUP BY project_id, m"
     )
     return Statement(sql, {"since": since_month_start})
 
