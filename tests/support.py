@@ -186,6 +186,23 @@ class Server:
         return [json.loads(line) for line in r.text.splitlines() if line.strip()]
 
 
+#: The start of a script for :func:`run_store_script`: ``store``, the embedded store of the
+#: data directory ``sys.argv[1]`` migrated, with the blocks of stdin (JSON: [token, NDJSON]
+#: pairs) inserted in order, and the first inserted again under its token (a replay).
+REPLAYED_BLOCKS = """
+import json, sys
+from pathlib import Path
+from svc.settings import Settings
+from svc.storage.events import EventStore
+store = EventStore(Settings(data_dir=Path(sys.argv[1])))
+store.migrate()
+blocks = json.load(sys.stdin)
+for token, data in blocks:
+    store.insert_ndjson(data.encode(), token)
+store.insert_ndjson(blocks[0][1].encode(), blocks[0][0])  # a replay: the same token
+"""
+
+
 def run_store_script(script: str, *args: str, stdin: str | None = None) -> Any:
     """Run ``script`` (Python source) with ``args`` in a process of its own, from the
     repository's root (an embedded store is one chDB engine per process, and locks its data

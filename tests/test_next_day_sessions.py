@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from tests.support import run_store_script, stored_row
+from tests.support import REPLAYED_BLOCKS, run_store_script, stored_row
 
 PROJECT = "next-day"
 DAY = datetime(2026, 3, 10, tzinfo=UTC)
@@ -40,17 +40,9 @@ SESSIONS: dict[int, tuple[int, list[tuple[int, str]]]] = {
 #: the second block: session 2's last event
 LATE = (2, at(1, 0, 20), "click")
 
-_SCRIPT = """
-import json, sys
-from pathlib import Path
-from svc.settings import Settings
-from svc.storage.events import EventStore
-store = EventStore(Settings(data_dir=Path(sys.argv[1])))
-store.migrate()
-blocks = json.load(sys.stdin)
-for token, data in blocks:
-    store.insert_ndjson(data.encode(), token)
-store.insert_ndjson(blocks[0][1].encode(), blocks[0][0])  # a replay: the same token
+_SCRIPT = (
+    REPLAYED_BLOCKS
+    + """
 rows = lambda: [[str(d), int(s), str(t)] for d, s, t in store.query(
     "SELECT session_day, session_id, max(last_ts) FROM next_day_sessions "
     "GROUP BY session_day, session_id ORDER BY session_id")]
@@ -60,6 +52,7 @@ out["rebuilt"] = rows()
 store.close()
 print(json.dumps(out))
 """
+)
 
 
 def ndjson(events: list[tuple[int, int, str]]) -> str:

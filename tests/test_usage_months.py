@@ -17,7 +17,7 @@ import msgspec
 import pytest
 
 from svc.storage.events import ch_time
-from tests.support import run_store_script, stored_row
+from tests.support import REPLAYED_BLOCKS, run_store_script, stored_row
 
 MS = 1000
 
@@ -37,18 +37,10 @@ EVENTS = [
     ("b", ms(2026, 11, 3, 9), ms(2026, 11, 3, 9), "page_view"),
 ]
 
-_SCRIPT = """
-import json, sys
-from pathlib import Path
-from svc.settings import Settings
-from svc.storage.events import EventStore
+_SCRIPT = (
+    REPLAYED_BLOCKS
+    + """
 from svc.queries import sql
-store = EventStore(Settings(data_dir=Path(sys.argv[1])))
-store.migrate()
-blocks = json.load(sys.stdin)
-for token, data in blocks:
-    store.insert_ndjson(data.encode(), token)
-store.insert_ndjson(blocks[0][1].encode(), blocks[0][0])  # a replay: the same token
 seed = lambda: sorted([list(r) for r in store.query(
     *(lambda s: (s.sql, s.params))(sql.usage_by_project_month(sys.argv[2])))])
 counted = sorted([list(r) for r in store.query(
@@ -63,6 +55,7 @@ out["again"] = seed()
 store.close()
 print(json.dumps(out))
 """
+)
 
 
 def ndjson(events: list[tuple[str, int, int, str]]) -> str:

@@ -270,9 +270,16 @@ def series_rolled_start_hours(plan: Plan, facts: Facts, interval: str) -> Statem
     session by its start clamped to the range; its columns."""
     assert facts.rolled and interval in ROLLED_DAY_BUCKETS
     start = "greatest(toDateTime64(value, 3, 'UTC'), {start:DateTime64(3, 'UTC')})"
+    return _start_hour_sums(plan, facts, _LABELS[interval], INTERVALS[interval].format(t=start))
+
+
+def _start_hour_sums(plan: Plan, facts: Facts, label: str, bucket: str) -> Statement:
+    """Per ``bucket`` (an SQL expression of a ``start_hour`` row's ``value``, its UTC hour),
+    labelled by ``label``: the sums of the rolled days' ``start_hour`` rows, in the columns
+    of :func:`series_sessions`."""
     return statement(
-        f"SELECT {_LABELS[interval]} AS time, * FROM "
-        f"(SELECT {INTERVALS[interval].format(t=start)} AS bucket, sum(sessions) AS sessions, "
+        f"SELECT {label} AS time, * FROM "
+        f"(SELECT {bucket} AS bucket, sum(sessions) AS sessions, "
         "sum(bounces) AS bounces, sum(with_pageview) AS with_pv, "
         "sum(duration_ms) AS duration_ms FROM session_rollups "
         "WHERE project_id = {project:String} AND dimension = 'start_hour' AND value != '' "
@@ -303,19 +310,7 @@ def series_rolled_hours(plan: Plan, facts: Facts) -> Statement:
     that began in it, from the rollups' ``start_hour`` rows (UTC hours: a zone of whole
     hours)."""
     assert facts.rolled
-    return statement(
-        f"SELECT {_LABELS['hour']} AS time, * FROM "
-        "(SELECT toDateTime(value, 'UTC') AS bucket, sum(sessions) AS sessions, "
-        "sum(bounces) AS bounces, sum(with_pageview) AS with_pv, "
-        "sum(duration_ms) AS duration_ms FROM session_rollups "
-        "WHERE project_id = {project:String} AND dimension = 'start_hour' AND value != '' "
-        "AND session_day IN {rolled_days:Array(Date)} "
-        "AND version = transform(session_day, {rolled_days:Array(Date)}, "
-        "{rolled_versions:Array(UInt64)}, toUInt64(0)) "
-        "GROUP BY bucket)",
-        plan,
-        facts,
-    )
+    return _start_hour_sums(plan, facts, _LABELS["hour"], "toDateTime(value, 'UTC')")
 
 
 def series_long_spans(plan: Plan, first: date, last: date) -> Statement:
