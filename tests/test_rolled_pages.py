@@ -68,7 +68,11 @@ store = EventStore(Settings.from_env(data_dir=Path(sys.argv[1])))
 c = store.client
 key = c.query("SELECT sorting_key FROM system.tables WHERE database = currentDatabase() "
               "AND name = 'rolled_sessions'").result_rows[0][0]
-rows = c.query("SELECT * FROM rolled_sessions ORDER BY ALL").result_rows
+# each day's current version, without its number: a change that reached a day while it was
+# rolled up rolls it up again under a newer one (svc.storage.rollups), a restart in between
+rows = c.query("SELECT * EXCEPT version FROM rolled_sessions WHERE (project_id, session_day, "
+               "version) IN (SELECT project_id, session_day, max(version) FROM rolled_sessions "
+               "GROUP BY project_id, session_day) ORDER BY ALL").result_rows
 tables = c.query("SELECT name FROM system.tables WHERE database = currentDatabase() "
                  "AND name LIKE 'rolled_sessions%' ORDER BY name").result_rows
 print(json.dumps({"key": key, "rows": repr(rows), "tables": [t for t, in tables]}))
