@@ -51,3 +51,39 @@ def test_a_late_event_rolls_its_day_up_once(fresh_server: Server) -> None:
     m = srv.metrics(key, **{"from": wide, "to": (day + timedelta(days=1)).date().isoformat()})
     assert m["pageviews"] == 2 and m["sessions"] == 2
     srv.stop()
+
+
+def _passes(srv: Server) -> float:
+    """How many rollup passes ran (svc_rollup_duration_seconds' count)."""
+    r = httpx.get(srv.url + "/internal/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert r.status_code == 200, r.text
+    for line in r.text.splitlines():
+        if line.startswith("svc_rollup_duration_seconds_count"):
+            return float(line.split()[-1])
+    raise AssertionError("no svc_rollup_duration_seconds_count")
+
+
+TOKEN = "metrics-" + "p" * 24
+
+
+def test_an_idle_store_is_not_read_by_every_pass(fresh_server: Server) -> None:
+    """A pass runs only when something was written since the last one (or a minute went by):
+    idle, passes every 0.1 s read nothing; an event sent makes the next pass run, and its
+    day is then rolled up."""
+    srv = fresh_server
+    srv.env.update(SVC_ROLLUP_INTERVAL_SECONDS="0.1", SVC_INTERNAL_METRICS_TOKEN=TOKEN)
+    srv.start()
+    key = srv.create_project("idle")["keys"]["secret"]
+    time.sleep(1.0)
+    before = _passes(srv)
+    time.sleep(2.0)  # twenty intervals, nothing written
+    assert _passes(srv) - before <= 1, "passes ran on a store nothing was written to"
+    day = datetime.now(UTC) - timedelta(days=2)
+    sent = [{"event": "page_view", "url": "/a", "sessionId": "i", "ts": _ms(day, 9)}]
+    assert srv.send(key, sent, headers={"User-Agent": BROWSER_UA}).status_code == 200
+    srv.wait_loaded()
+    deadline = time.monotonic() + 20
+    while _rolled(srv) < 1:
+        assert time.monotonic() < deadline, "the day sent was never rolled up"
+        time.sleep(0.1)
+    assert _passes(srv) > before

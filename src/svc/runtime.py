@@ -44,6 +44,11 @@ from svc.timeutil import month_of, now_ms
 log = logging.getLogger(__name__)
 
 
+#: A rollup pass runs at least this often (s), though nothing it depends on changed: the
+#: snapshots' old versions are dropped on time (svc.storage.snapshots.KEEP_OLD_VERSIONS).
+FULL_PASS_EVERY = 60.0
+
+
 class Runtime:
     """Holds the service's parts; one per process."""
 
@@ -247,22 +252,46 @@ class Runtime:
             waiting.append(in_flight)
         return min(waiting)
 
+    def _pass_state(self) -> tuple[int, int] | None:
+        """What a rollup pass depends on besides the clock's hour, or None when that is not
+        known: the writes of this process to the store (an embedded store has no other
+        writer; a ClickHouse server may have several) and the UTC hour (a day becomes due
+        for its rollup an hour after its end)."""
+        if self.settings.clickhouse_url:
+            return None
+        return self.store.writes, int(time.time() // 3600)
+
     async def _roll_up(self) -> None:
-        """Keep the daily rollups current (svc.storage.rollups), off the event loop."""
+        """Keep the daily rollups current (svc.storage.rollups), off the event loop. A pass
+        is skipped when nothing it depends on changed since the last one that left nothing
+        for later (:meth:`_pass_state`), but one runs at least every
+        :data:`FULL_PASS_EVERY`: an idle store with passes every 0.2 s spent 17-28 % of a
+        core on them (one of 300 events, one of 1M)."""
+        done: tuple[int, int] | None = None
+        done_at = 0.0
         while True:
             started = time.perf_counter()
+            state = self._pass_state()
+            idle = state is not None and state == done and started - done_at < FULL_PASS_EVERY
             try:
-                days = await asyncio.to_thread(self.rollups.refresh, None, self.loaded_through_ms())
-                if days:
-                    log.info("rolled up %d day(s) of sessions", days)
-                # today's days not rolled up: a snapshot (svc.storage.snapshots)
-                await asyncio.to_thread(self.snapshots.refresh, None, self.loaded_through_ms())
+                if not idle:
+                    done = None
+                    days = await asyncio.to_thread(
+                        self.rollups.refresh, None, self.loaded_through_ms()
+                    )
+                    if days:
+                        log.info("rolled up %d day(s) of sessions", days)
+                    # today's days not rolled up: a snapshot (svc.storage.snapshots)
+                    await asyncio.to_thread(self.snapshots.refresh, None, self.loaded_through_ms())
+                    if not self.snapshots.deferred:
+                        done, done_at = state, started
             except Exception as exc:  # the store may be down; try again later
                 self.rollup_failures += 1
                 log.warning("rollups: %s", exc)
-            self.rollup_last_seconds = time.perf_counter() - started
-            self.rollup_seconds_total += self.rollup_last_seconds
-            self.rollup_runs += 1
+            if not idle:  # the passes that ran (svc_rollup_duration_seconds)
+                self.rollup_last_seconds = time.perf_counter() - started
+                self.rollup_seconds_total += self.rollup_last_seconds
+                self.rollup_runs += 1
             try:  # after the pass: no day is deleted before its rollups are current
                 await asyncio.to_thread(self.retention.run_if_due)
             except Exception as exc:  # the next pass tries again

@@ -312,7 +312,8 @@ class ServiceCollector:
         runtime = self.runtime
         duration = SummaryMetricFamily(
             "svc_rollup_duration_seconds",
-            "Passes that bring the daily rollups up to date (every SVC_ROLLUP_INTERVAL_SECONDS).",
+            "Passes that bring the daily rollups up to date (every SVC_ROLLUP_INTERVAL_SECONDS, "
+            "but those skipped: nothing written since the last).",
         )
         duration.add_metric(
             [],

@@ -190,6 +190,7 @@ class RetentionJob:
             self.store.client.command(
                 (stmt := sql.record(project_id, *horizons)).sql, parameters=stmt.params
             )
+            self.store.note_write()
             self._recorded[project_id] = horizons
             report.recorded[project_id] = horizons
         if self.lake is not None and raw:  # last: a lake that refuses fails the run, retried
@@ -253,7 +254,10 @@ class RetentionJob:
         return self.store.query(stmt.sql, stmt.params)
 
     def _command(self, stmt: Statement) -> None:
-        self.store.client.command(stmt.sql, parameters=stmt.params)
+        try:
+            self.store.client.command(stmt.sql, parameters=stmt.params)
+        finally:
+            self.store.note_write()
 
 
 def _today() -> date:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import importlib
 import logging
 import os
@@ -208,6 +209,20 @@ EMBEDDED_ALLOCATOR_CONF = "dirty_decay_ms:1000"
 CHDB_OPTIONS = {"backups.allowed_path": "/"}
 
 
+def _writes(method: Callable[..., T]) -> Callable[..., T]:
+    """An EventStore method that writes to the store: :attr:`EventStore.writes` counts it once
+    it has returned (or failed: it may have written part)."""
+
+    @functools.wraps(method)
+    def counted(self: EventStore, *args: Any, **kwargs: Any) -> T:
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self.note_write()
+
+    return counted
+
+
 class EventStore:
     """Batch inserts and parameterised queries against the events table."""
 
@@ -225,11 +240,19 @@ class EventStore:
         self._last_read_end = 0.0  # see release_memory_after_read
         self._release_pending = False
         self._release_lock = threading.Lock()
+        #: How many writes of this process reached the store (see :meth:`note_write`).
+        self.writes = 0
         #: The settings of every read (see READ_SETTINGS).
         self.read_settings = {
             **READ_SETTINGS,
             **({} if settings.clickhouse_url else EMBEDDED_READ_SETTINGS),
         }
+
+    def note_write(self) -> None:
+        """Count a write to the store that has returned: the runtime's rollup pass is skipped
+        while this count stands still (svc.runtime, ``_roll_up``). Every writing method of
+        this class counts itself; a caller that writes with :attr:`client` calls this."""
+        self.writes += 1
 
     @property
     def client(self) -> Client:
@@ -319,6 +342,7 @@ class EventStore:
             applied.append(version)
         return applied
 
+    @_writes
     def resort_rolled_sessions(self) -> None:
         """Give ``rolled_sessions`` the sorting key of ``rolled_sessions_resorted``
         (migrations/015): copy its rows there and exchange the two tables, unless its key
@@ -335,6 +359,7 @@ class EventStore:
             client.command("EXCHANGE TABLES rolled_sessions AND rolled_sessions_resorted")
         client.command("DROP TABLE IF EXISTS rolled_sessions_resorted")
 
+    @_writes
     def rebuild_sessions(self, project_id: str | None = None) -> None:
         """Write the sessions table anew from the stored events, of one project or all.
 
@@ -370,6 +395,7 @@ class EventStore:
         )
         self.rebuild_next_day_sessions(project_id)
 
+    @_writes
     def rebuild_next_day_sessions(self, project_id: str | None = None) -> None:
         """Write ``next_day_sessions`` anew from the stored events, of one project or all,
         each session keyed by the day of its first event (as :meth:`rebuild_sessions` keys
@@ -390,6 +416,7 @@ class EventStore:
             settings={"max_bytes_before_external_group_by": 500_000_000},
         )
 
+    @_writes
     def rebuild_session_pages(self, project_id: str | None = None, *, day: str) -> None:
         """Write the ``session_pages`` table anew from the stored events, of one project or
         all, each session keyed by ``day`` (an aggregate over its events: the expression the
@@ -406,6 +433,7 @@ class EventStore:
             settings={"max_bytes_before_external_group_by": 500_000_000},
         )
 
+    @_writes
     def rebuild_event_hours(self) -> None:
         """Write the ``event_hours`` table anew from the stored events (the materialized view
         keeps it from then on, imports included)."""
@@ -417,6 +445,7 @@ class EventStore:
             settings={"max_bytes_before_external_group_by": 500_000_000},
         )
 
+    @_writes
     def rebuild_report_events(self) -> None:
         """Copy the stored events that ``report_events`` holds into it anew."""
         self.client.command(f"TRUNCATE TABLE {REPORT_EVENTS_TABLE}")
@@ -436,6 +465,7 @@ class EventStore:
         )
         return "project_id = {project:String}", params
 
+    @_writes
     def insert_ndjson(self, data: bytes, token: str) -> None:
         """Insert JSONEachRow rows (``EVENT_COLUMNS``) idempotently: a retry with the same
         token is dropped by ClickHouse's insert deduplication."""
@@ -637,6 +667,7 @@ class EventStore:
                 sql, parameters=parameters, settings=settings, fmt=fmt
             )
 
+    @_writes
     def delete_project(self, project_id: str) -> None:
         """Delete every event and session of a project (lightweight DELETEs: gone from queries at
         once)."""

@@ -80,6 +80,8 @@ class Snapshots:
         self.interval_ms = int(store.settings.snapshot_interval_seconds * 1000)
         self._last_version: int | None = None
         self.taken = 0  # since start
+        #: whether the last :meth:`refresh` left a changed day for a later one (too recent)
+        self.deferred = False
 
     def refresh(self, now: datetime | None = None, loaded_through_ms: int | None = None) -> int:
         """Snapshot the days not rolled up yet whose events changed since their snapshot (or
@@ -93,10 +95,13 @@ class Snapshots:
             loaded_through_ms = now_ms - int(RECHECK_MARGIN.total_seconds() * 1000)
         first = (now - SETTLE).date()  # the rollups take the days before this one
         due = []
+        self.deferred = False
         for project, day, version, latest_ms in self._candidates(first):
             changed = version == 0 or latest_ms >= version
             if changed and (version == 0 or version <= now_ms - self.interval_ms):
                 due.append((project, day))
+            elif changed:  # snapshot less than the interval ago: a later pass takes it
+                self.deferred = True
         if due:
             version = self._next_version(loaded_through_ms)
             for project, day in sorted(due):
