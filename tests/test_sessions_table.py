@@ -296,8 +296,10 @@ def test_breakdowns_with_filters_over_rolled_days(fresh_server: Server) -> None:
         ["page:is:/c84571"],
     ):
         for by in ("source", "entry_page", "exit_page", "browser"):
-            for order in ("-visitors", "value", "-avgSessionDuration"):
-                args = {**WIDE, "by": by, "order": order}
+            # every order for one dimension: one builder orders both paths (reports.breakdown)
+            orders = ("-visitors", "value", "-avgSessionDuration") if by == "source" else ("",)
+            for order in orders:
+                args = {**WIDE, "by": by, **({"order": order} if order else {})}
                 rolled = get(srv, p, "/metrics/breakdown", filter=filters, **args)
                 events_path = [*filters, EVENTS_PATH]
                 direct = get(srv, p, "/metrics/breakdown", filter=events_path, **args)

@@ -33,6 +33,9 @@ INTERVALS = ("day", "week", "month")
 ZONES = ("Europe/Berlin", "America/New_York", "Asia/Kolkata")
 #: Ranges (first, last: days before today).
 RANGES = [(21, 0), (8, 1), (14, 2), (9, 8), (6, 4), (1, 0)]  # the first two read "old" too
+#: The ranges read in ZONES too: through today, ending on a finished day, one day (every
+#: range in every zone took 40 s of the suite's 15 minutes for no path the others miss).
+ZONE_RANGES = [(21, 0), (8, 1), (9, 8)]
 #: Ranges read by the hour too (the first reads "old" too).
 HOUR_RANGES = [(10, 7), (6, 4), (1, 0)]
 #: The day whose next_day row is deleted (as if rolled up before it existed): days ago.
@@ -199,7 +202,7 @@ def read(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         (day(first).isoformat(), day(last).isoformat(), interval, tz)
         for first, last in RANGES
         for interval in INTERVALS
-        for tz in ("UTC", *ZONES)
+        for tz in ("UTC", *(ZONES if (first, last) in ZONE_RANGES else ()))
     ] + [
         (day(first).isoformat(), day(last).isoformat(), "hour", "UTC")
         for first, last in HOUR_RANGES
