@@ -1,9 +1,11 @@
-"""``next_day_sessions`` (storage migration 21): the sessions with an event on the UTC day after
-their start's, and the last such event, from which the reports of a UTC range find the
-sessions that cross its ends (svc.queries.sql.sessions.near_crossing). Written by its view as
-events are inserted (in two blocks, the partial rows fold by max), not by a page measurement,
-a replayed block or an event two days on (``long_sessions`` has that one); the same rows when
-the sessions are rebuilt from the events (EventStore.rebuild_sessions, as after an import).
+"""``next_day_sessions`` (storage migrations 21 and 23): the sessions with an event on the UTC
+day after their start's, the last such event, and their page views and events that day, from
+which the reports of a UTC range find the sessions that cross its ends and count them
+(svc.queries.sql.sessions.near_crossing, outside_statement). Written by its view as events
+are inserted (in two blocks, the partial rows fold by max and sum), not by a page
+measurement, a replayed block (not counted twice) or an event two days on (``long_sessions``
+has that one); the same rows when the sessions are rebuilt from the events
+(EventStore.rebuild_sessions, as after an import).
 
 The rows are written into a real store (chDB) as ingestion writes them, in a process of its
 own."""
@@ -43,9 +45,9 @@ LATE = (2, at(1, 0, 20), "click")
 _SCRIPT = (
     REPLAYED_BLOCKS
     + """
-rows = lambda: [[str(d), int(s), str(t)] for d, s, t in store.query(
-    "SELECT session_day, session_id, max(last_ts) FROM next_day_sessions "
-    "GROUP BY session_day, session_id ORDER BY session_id")]
+rows = lambda: [[str(d), int(s), str(t), int(pv), int(ev)] for d, s, t, pv, ev in store.query(
+    "SELECT session_day, session_id, max(last_ts), sum(pageviews), sum(events) "
+    "FROM next_day_sessions GROUP BY session_day, session_id ORDER BY session_id")]
 out = {"written": rows()}
 store.rebuild_sessions(sys.argv[2])
 out["rebuilt"] = rows()
@@ -82,8 +84,9 @@ def test_the_sessions_across_midnight_have_their_last_event_of_the_next_day(
     read: dict[str, Any],
 ) -> None:
     # session 2 alone: 1 stays in its day, 3 crosses by a page measurement only, 4's event
-    # two days on is long_sessions'; the two blocks' rows fold to the later event
-    assert read["written"] == [["2026-03-10", 2, "2026-03-11 00:20:00"]]
+    # two days on is long_sessions'; the two blocks' rows fold to the later event and add up
+    # to its page view and its click that day (the replayed block counted once)
+    assert read["written"] == [["2026-03-10", 2, "2026-03-11 00:20:00", 1, 2]]
 
 
 def test_a_rebuild_of_the_sessions_writes_the_same_rows(read: dict[str, Any]) -> None:

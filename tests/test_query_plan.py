@@ -253,8 +253,8 @@ def test_crossing_sessions_are_read_in_two_groups() -> None:
     p = planned()  # 10 to 20 January, UTC
     long = long_sessions([(date(2026, 1, 2), 12, at(2, 3), at(12, 5), 0)])
     near = [
-        (date(2026, 1, 9), 11, at(9, 23, 50), at(10, 0, 20), 1),
-        (date(2026, 1, 20), 14, at(20, 22), at(21, 1), 1),
+        (date(2026, 1, 9), 11, at(9, 23, 50), at(10, 0, 20), 1, 0),
+        (date(2026, 1, 20), 14, at(20, 22), at(21, 1), 1, 0),
     ]
     c = crossing(p, long, near)
     assert (c.ids, c.long_ids, c.every_id) == ((11, 14), (12,), (11, 12, 14))
@@ -270,6 +270,32 @@ def test_crossing_sessions_are_read_in_two_groups() -> None:
     assert sql.outside_events(p, Facts(long={}, crossing=empty)) == "0"
 
 
+def test_two_day_sessions_at_the_ends_of_a_utc_range_are_counted_from_their_rows() -> None:
+    """A session near an end of a UTC range with every event on its day or the next (the
+    rows' sixth column) has its counts outside from next_day_sessions and the sessions
+    table; the others' are read from their events, between their own first and last."""
+    p = planned()  # 10 to 20 January, UTC
+    near = [
+        (date(2026, 1, 9), 11, at(9), at(10, 0, 20), 1, 1),  # two days, crosses the start
+        (date(2026, 1, 9), 13, at(9, 23, 50), at(10, 1), 1, 0),  # also in long_sessions
+        (date(2026, 1, 20), 14, at(20), at(21, 1), 1, 1),  # two days, crosses the end
+    ]
+    c = crossing(p, {}, near)
+    assert (c.two_day_start, c.two_day_end, c.rest_ids) == ((11,), (14,), (13,))
+    assert (c.rest_since, c.rest_until) == (at(9, 23, 50), at(21) + timedelta(milliseconds=1))
+    stmt = sql.outside_statement(p, Facts(long={}, crossing=c))
+    assert "next_day_sessions" in stmt.sql and "{rest_ids:Array(UInt64)}" in stmt.sql
+    assert "{crossing:Array(UInt64)}" not in stmt.sql
+    assert (stmt.params["two_day_start"], stmt.params["two_day_end"]) == ([11], [14])
+    # under a filter on events, every outside count is read from the events
+    page = planned("page:is:/a")
+    filtered = sql.outside_statement(page, Facts(long={}, crossing=crossing(page, {}, near)))
+    assert "next_day_sessions" not in filtered.sql and "{crossing:Array(UInt64)}" in filtered.sql
+    # nor is a range of another zone's days counted so
+    tokyo = planned(rng=DateRange(date(2026, 1, 10), date(2026, 1, 20), "Asia/Tokyo"))
+    assert crossing(tokyo, {}, near).two_day_start == ()
+
+
 def test_a_range_to_a_utc_midnight_may_take_its_last_day_from_the_rollups() -> None:
     """Its last day's sessions began in the range: a rolled day counts them whole, and the
     report takes away the page views and events after the end of those that cross it."""
@@ -282,9 +308,9 @@ def test_a_range_to_a_utc_midnight_may_take_its_last_day_from_the_rollups() -> N
     tokyo = planned(rng=DateRange(date(2026, 1, 10), date(2026, 1, 20), "Asia/Tokyo"))
     assert tokyo.rollup_span_to_end == tokyo.rollup_span  # its end is no UTC midnight
     near = [
-        (date(2026, 1, 9), 11, at(9, 23, 50), at(10, 0, 20), 1),  # crosses the start
-        (date(2026, 1, 20), 14, at(20, 22), at(21, 1), 1),  # the last day's, crosses the end
-        (date(2026, 1, 20), 15, at(20, 23), at(20, 23, 59), 1),
+        (date(2026, 1, 9), 11, at(9, 23, 50), at(10, 0, 20), 1, 0),  # crosses the start
+        (date(2026, 1, 20), 14, at(20, 22), at(21, 1), 1, 0),  # the last day's, crosses the end
+        (date(2026, 1, 20), 15, at(20, 23), at(20, 23, 59), 1, 0),
     ]
     c = crossing(p, {}, near)
     assert c.end_ids == (14,)

@@ -413,6 +413,16 @@ class Crossing:
     long_until: datetime
     #: the sessions of the range's last UTC day that cross its end (read near it)
     end_ids: tuple[int, ...] = ()
+    #: Of a UTC range, the sessions of ``ids`` of the day before it (that cross its start)
+    #: and of its last day (that cross its end) with every event on their day or the next
+    #: (in ``next_day_sessions``, not in ``long_sessions``): their counts outside the range
+    #: come from those rows (svc.queries.sql.sessions.outside_statement) ...
+    two_day_start: tuple[int, ...] = ()
+    two_day_end: tuple[int, ...] = ()
+    #: ... and the other sessions of ``ids`` from their events, between these
+    rest_ids: tuple[int, ...] = ()
+    rest_since: datetime | None = None
+    rest_until: datetime | None = None
 
     @property
     def every_id(self) -> tuple[int, ...]:
@@ -478,7 +488,14 @@ class Facts:
                 long_ids=list(c.long_ids),
                 long0=c.long_since.replace(tzinfo=None),
                 long1=c.long_until.replace(tzinfo=None),
+                two_day_start=list(c.two_day_start),
+                two_day_end=list(c.two_day_end),
+                rest_ids=list(c.rest_ids),
             )
+            if c.rest_since is not None and c.rest_until is not None:
+                out.update(
+                    rest0=c.rest_since.replace(tzinfo=None), rest1=c.rest_until.replace(tzinfo=None)
+                )
         if self.outside is not None:
             out.update(
                 edge_ids=[r[0] for r in self.outside],
@@ -529,7 +546,8 @@ def crossing(
 ) -> Crossing:
     """The sessions that cross an end of the range: the long ones and those read near its
     ends (rows of :func:`svc.queries.sql.sessions.near_crossing`, whose spans are exact),
-    in two groups by how far beyond the ends their events go."""
+    in two groups by how far beyond the ends their events go; and of a UTC range, those
+    near its ends with every event on their day or the next (the rows' sixth column)."""
     near_spans = long_sessions(near)
     spans = {**long, **near_spans}
     start, end = plan.rng.start_utc, plan.rng.end_utc
@@ -547,7 +565,26 @@ def crossing(
     end_ids = tuple(
         sorted({sid for (day, sid), s in near_spans.items() if day == last_day and s.last >= end})
     )
-    return Crossing(ids, since, until, long_ids, long_since, long_until, end_ids)
+    two_day: set[tuple[date, int]] = set()
+    if plan.starts_at_utc_midnight and plan.ends_at_utc_midnight:
+        two_day = {(as_date(r[0]), int(r[1])) for r in near if int(r[5])} & short
+        two_day -= set(long)
+    day0 = plan.params["day0"]
+    rest_ids, rest_since, rest_until = group(short - two_day)
+    return Crossing(
+        ids,
+        since,
+        until,
+        long_ids,
+        long_since,
+        long_until,
+        end_ids,
+        two_day_start=tuple(sorted(sid for day, sid in two_day if day == day0)),
+        two_day_end=tuple(sorted(sid for day, sid in two_day if day == last_day)),
+        rest_ids=rest_ids,
+        rest_since=rest_since,
+        rest_until=rest_until,
+    )
 
 
 def rolled_days(

@@ -399,21 +399,25 @@ class EventStore:
     def rebuild_next_day_sessions(self, project_id: str | None = None) -> None:
         """Write ``next_day_sessions`` anew from the stored events, of one project or all,
         each session keyed by the day of its first event (as :meth:`rebuild_sessions` keys
-        it): its last event of the day after, if it has one."""
+        it): its last event of the day after, if it has one, and its page views and events
+        then (without deduplication: the blocks may equal those of the rows just deleted)."""
         client = self.client
         where, params = self._clear(NEXT_DAY_SESSIONS_TABLE, project_id)
         where = f"{where} AND {COUNTED_SQL}"
-        by_day = (  # per session and day of its events, the last
-            f"SELECT project_id, session_id, toDate(ts) AS d, max(ts) AS last FROM {EVENTS_TABLE} "
+        by_day = (  # per session and day of its events: the last, the page views, the events
+            "SELECT project_id, session_id, toDate(ts) AS d, max(ts) AS last, "
+            f"countIf(name = 'page_view') AS pv, count() AS ev FROM {EVENTS_TABLE} "
             f"WHERE {where} GROUP BY project_id, session_id, d"
         )
         client.command(
-            f"INSERT INTO {NEXT_DAY_SESSIONS_TABLE} SELECT project_id, day, session_id, "
-            "next[1].2 FROM (SELECT project_id, session_id, groupArray((d, last)) AS days, "
+            f"INSERT INTO {NEXT_DAY_SESSIONS_TABLE} "
+            "(project_id, session_day, session_id, last_ts, pageviews, events) "
+            "SELECT project_id, day, session_id, next[1].2, next[1].3, next[1].4 "
+            "FROM (SELECT project_id, session_id, groupArray((d, last, pv, ev)) AS days, "
             "arrayMin(days.1) AS day, arrayFilter(x -> x.1 = day + 1, days) AS next "
             f"FROM ({by_day}) GROUP BY project_id, session_id) WHERE notEmpty(next)",
             parameters=params,
-            settings={"max_bytes_before_external_group_by": 500_000_000},
+            settings={"max_bytes_before_external_group_by": 500_000_000, "insert_deduplicate": 0},
         )
 
     @_writes
