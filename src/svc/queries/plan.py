@@ -42,6 +42,7 @@ from typing import Any
 from svc.queries.dates import DateRange
 from svc.queries.dimensions import Dimension
 from svc.queries.filters import Filter
+from svc.queries.values import IntArray
 from svc.schema.measurements import MEASUREMENTS
 
 #: A crossing session whose events outside the range all lie within this of its ends is read
@@ -482,15 +483,15 @@ class Facts:
         if self.crossing is not None:
             c = self.crossing
             out.update(
-                crossing=list(c.ids),
+                crossing=IntArray(c.ids),
                 edge0=c.since.replace(tzinfo=None),
                 edge1=c.until.replace(tzinfo=None),
-                long_ids=list(c.long_ids),
+                long_ids=IntArray(c.long_ids),
                 long0=c.long_since.replace(tzinfo=None),
                 long1=c.long_until.replace(tzinfo=None),
-                two_day_start=list(c.two_day_start),
-                two_day_end=list(c.two_day_end),
-                rest_ids=list(c.rest_ids),
+                two_day_start=IntArray(c.two_day_start),
+                two_day_end=IntArray(c.two_day_end),
+                rest_ids=IntArray(c.rest_ids),
             )
             if c.rest_since is not None and c.rest_until is not None:
                 out.update(
@@ -498,14 +499,14 @@ class Facts:
                 )
         if self.outside is not None:
             out.update(
-                edge_ids=[r[0] for r in self.outside],
-                edge_pv=[r[1] for r in self.outside],
-                edge_ev=[r[2] for r in self.outside],
+                edge_ids=IntArray(r[0] for r in self.outside),
+                edge_pv=IntArray(r[1] for r in self.outside),
+                edge_ev=IntArray(r[2] for r in self.outside),
             )
         if self.page_outside is not None:
             out.update(
-                edge_page_keys=[r[0] for r in self.page_outside],
-                edge_page_pv=[r[1] for r in self.page_outside],
+                edge_page_keys=IntArray(r[0] for r in self.page_outside),
+                edge_page_pv=IntArray(r[1] for r in self.page_outside),
             )
         if self.rolled:
             days = {d for d, _ in self.rolled}
@@ -522,7 +523,7 @@ class Facts:
             every = (first + timedelta(days=i) for i in range((last - first).days + 1))
             out["session_days"] = [d for d in every if d not in taken]
         if self.matching_hashes is not None:
-            out["matching_hashes"] = list(self.matching_hashes)
+            out["matching_hashes"] = IntArray(self.matching_hashes)
         if self.snapshots:
             snapshot_days = [d for d, _ in self.snapshots]
             out.update(
@@ -547,23 +548,36 @@ def crossing(
     """The sessions that cross an end of the range: the long ones and those read near its
     ends (rows of :func:`svc.queries.sql.sessions.near_crossing`, whose spans are exact),
     in two groups by how far beyond the ends their events go; and of a UTC range, those
-    near its ends with every event on their day or the next (the rows' sixth column)."""
-    near_spans = long_sessions(near)
-    spans = {**long, **near_spans}
+    near its ends with every event on their day or the next (the rows' sixth column).
+
+    The near rows' times are compared as the store gives them, naive UTC: a few thousand
+    rows before every report over 100M events, whose conversion to aware times took ~10 ms."""
     start, end = plan.rng.start_utc, plan.rng.end_utc
-    short = {k for k, s in spans.items() if s.first >= start - SHORT and s.last < end + SHORT}
+    spans = {k: (_naive(s.first), _naive(s.last)) for k, s in long.items()}
+    near_spans = {(as_date(r[0]), int(r[1])): (_naive(r[2]), _naive(r[3])) for r in near}
+    spans.update(near_spans)
+    lo, hi = _naive(start - SHORT), _naive(end + SHORT)
+    short = {k for k, (first, last) in spans.items() if first >= lo and last < hi}
 
     def group(keys: set[tuple[date, int]]) -> tuple[tuple[int, ...], datetime, datetime]:
-        since = min((spans[k].first for k in keys), default=start)
-        until = max((spans[k].last for k in keys), default=end)
+        since = min((spans[k][0] for k in keys), default=None)
+        until = max((spans[k][1] for k in keys), default=None)
         ids = tuple(sorted({sid for _, sid in keys}))
-        return ids, min(since, start), max(until, end) + _MS
+        since_utc = start if since is None else min(since.replace(tzinfo=UTC), start)
+        until_utc = end if until is None else max(until.replace(tzinfo=UTC), end)
+        return ids, since_utc, until_utc + _MS
 
     ids, since, until = group(short)
     long_ids, long_since, long_until = group(set(spans) - short)
-    last_day = (end - _MS).date()
+    last_day, end_naive = (end - _MS).date(), _naive(end)
     end_ids = tuple(
-        sorted({sid for (day, sid), s in near_spans.items() if day == last_day and s.last >= end})
+        sorted(
+            {
+                sid
+                for (d, sid), (_, last) in near_spans.items()
+                if d == last_day and last >= end_naive
+            }
+        )
     )
     two_day: set[tuple[date, int]] = set()
     if plan.starts_at_utc_midnight and plan.ends_at_utc_midnight:
@@ -585,6 +599,13 @@ def crossing(
         rest_since=rest_since,
         rest_until=rest_until,
     )
+
+
+def _naive(value: object) -> datetime:
+    """A time as a naive UTC datetime (the store's DateTime64 in UTC comes so)."""
+    if isinstance(value, datetime) and value.tzinfo is None:
+        return value
+    return as_utc(value).astimezone(UTC).replace(tzinfo=None)
 
 
 def rolled_days(
