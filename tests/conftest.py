@@ -74,8 +74,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     def cost(item: pytest.Item) -> float:
         return -seconds.get(Path(str(item.path)).relative_to(root).as_posix(), 0.0)
 
-    order = {id(item): i for i, item in enumerate(items)}
-    items.sort(key=lambda item: (cost(item), order[id(item)]))
+    items.sort(key=cost)  # stable: each file's items stay together and in order
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -554,7 +554,8 @@ def crossing(
     rows before every report over 100M events, whose conversion to aware times took ~10 ms."""
     start, end = plan.rng.start_utc, plan.rng.end_utc
     spans = {k: (_naive(s.first), _naive(s.last)) for k, s in long.items()}
-    near_spans = {(as_date(r[0]), int(r[1])): (_naive(r[2]), _naive(r[3])) for r in near}
+    keys = [(as_date(r[0]), int(r[1])) for r in near]
+    near_spans = {k: (_naive(r[2]), _naive(r[3])) for k, r in zip(keys, near, strict=True)}
     spans.update(near_spans)
     lo, hi = _naive(start - SHORT), _naive(end + SHORT)
     short = {k for k, (first, last) in spans.items() if first >= lo and last < hi}
@@ -581,7 +582,7 @@ def crossing(
     )
     two_day: set[tuple[date, int]] = set()
     if plan.starts_at_utc_midnight and plan.ends_at_utc_midnight:
-        two_day = {(as_date(r[0]), int(r[1])) for r in near if int(r[5])} & short
+        two_day = {k for k, r in zip(keys, near, strict=True) if int(r[5])} & short
         two_day -= set(long)
     day0 = plan.params["day0"]
     rest_ids, rest_since, rest_until = group(short - two_day)

@@ -187,10 +187,7 @@ class RetentionJob:
             horizons = (raw.get(project_id, _EPOCH), rollups.get(project_id, _EPOCH))
             if self._recorded.get(project_id) == horizons:
                 continue
-            self.store.client.command(
-                (stmt := sql.record(project_id, *horizons)).sql, parameters=stmt.params
-            )
-            self.store.note_write()
+            self._command(sql.record(project_id, *horizons))
             self._recorded[project_id] = horizons
             report.recorded[project_id] = horizons
         if self.lake is not None and raw:  # last: a lake that refuses fails the run, retried

@@ -183,7 +183,7 @@ def outside_statement(plan: Plan, facts: Facts) -> Statement:
     session's own less the dropped events in the range). Where every event counts there,
     those of the sessions that cross an end of a UTC range and have every event on their
     day or the next come from their rows (:data:`_TWO_DAY_OUTSIDE`; over 30 days of 100M
-    events ending today, 63 -> ~15 ms), the others' from their events."""
+    events ending today, 61-62 -> 41-46 ms), the others' from their events."""
     assert facts.crossing is not None
     kept = "1" if plan.dropped is not None else plan.event_filter
     c = facts.crossing
