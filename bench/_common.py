@@ -230,6 +230,9 @@ class SvcServer:
             "SVC_RATE_LIMIT_INGEST_PER_IP": "0",
             "SVC_RATE_LIMIT_INGEST_PER_PROJECT": "0",
             "SVC_RATE_LIMIT_READ_PER_KEY": "0",
+            # Every read timed cold: the memo of the facts (svc.storage.memo) would serve a
+            # report's repeated reads of one range from memory, nothing being written.
+            "SVC_READ_MEMO_ENTRIES": "0",
             **self.env,
         }
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -301,3 +304,11 @@ def process(
                 proc.wait()
         if log:
             out.close()  # type: ignore[union-attr]
+
+
+def cold_reads() -> dict[str, Any]:
+    """Settings of an in-process app whose reads are all timed cold (see SvcServer.start):
+    none with a source tree older than the memo of the facts."""
+    from svc.settings import Settings
+
+    return {"read_memo_entries": 0} if "read_memo_entries" in Settings.__dataclass_fields__ else {}

@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from starlette.testclient import TestClient
 
+from _common import cold_reads
 from query_bench import MARKER, endpoints
 from svc.app import create_app
 from svc.settings import Settings
@@ -127,7 +128,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     last = (end - timedelta(milliseconds=1)).date()
     first = last - timedelta(days=dataset["days"] - 1)
     settings = Settings(
-        data_dir=args.data_dir, rollup_interval_seconds=86_400, snapshot_interval_seconds=0
+        data_dir=args.data_dir,
+        rollup_interval_seconds=86_400,
+        snapshot_interval_seconds=0,
+        **cold_reads(),
     )
     app = create_app(settings)
     recorder = Recorder()

@@ -30,6 +30,7 @@ from typing import Any
 
 from starlette.testclient import TestClient
 
+from _common import cold_reads
 from svc.app import create_app
 from svc.queries import plan as planner
 from svc.queries import run as runner_module
@@ -50,7 +51,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     last = datetime.fromisoformat(dataset["end"]).date()
     first = last - timedelta(days=dataset["days"] - 1)
     settings = Settings(
-        data_dir=args.data_dir, rollup_interval_seconds=86_400, snapshot_interval_seconds=0
+        data_dir=args.data_dir,
+        rollup_interval_seconds=86_400,
+        snapshot_interval_seconds=0,
+        **cold_reads(),
     )
     app = create_app(settings)
     mode = {"name": "rolled"}

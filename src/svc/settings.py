@@ -110,6 +110,12 @@ class Settings:
         "Embedded store: after loading, hand the memory its inserts freed back to the system "
         "at most this often (s; its allocator otherwise keeps ~150 MB). 0: never.",
     )
+    read_memo_entries: int = _setting(
+        256,
+        "Embedded store: the reads a report makes first (the sessions that cross its range's "
+        "ends, the days rolled up) kept for the next reports of the same range while nothing "
+        "is written; this many at most. 0: none. A ClickHouse server keeps none.",
+    )
     export_piece_events: int = _setting(
         50_000,
         "Embedded store: GET /export reads NDJSON and CSV in pieces of whole UTC hours with at "

@@ -478,6 +478,16 @@ class ServiceCollector:
                 f"Time the {what} took to answer this scrape's probe (or to fail it).",
                 value=(latency or 0.0) / 1000,
             )
+        memo = self.runtime.store.memo
+        reads = CounterMetricFamily(
+            "svc_read_memo_reads",
+            "Reads of the facts a report needs first (svc.storage.memo): served from the memo "
+            "(nothing written since they were read) or from the store.",
+            labels=["served"],
+        )
+        reads.add_metric(["memo"], memo.hits)
+        reads.add_metric(["store"], memo.misses)
+        yield reads
         yield GaugeMetricFamily(
             "svc_metadata_lost",
             "1 when the metadata database's file was deleted or replaced under the running "

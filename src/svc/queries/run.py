@@ -14,6 +14,7 @@ from svc.queries.sql import sessions as sql
 from svc.queries.sql import snapshots as snapshot_sql
 from svc.queries.sql.statement import Statement
 from svc.storage.events import EventStore
+from svc.storage.memo import statement_key
 
 
 class Runner:
@@ -29,6 +30,38 @@ class Runner:
     def together(self, *stmts: Statement) -> list[list[dict[str, Any]]]:
         """Run ``stmts`` side by side (as the store can); their rows in order."""
         return self.store.query_named_together(*((s.sql, s.params) for s in stmts))
+
+    def remembered(self, *stmts: Statement) -> list[Sequence[Sequence[Any]]]:
+        """The rows of ``stmts`` as :meth:`rows_together` reads them, those read since the
+        store's last write taken from its memo (svc.storage.memo) and the others kept there.
+        For the facts' statements only: their rows are a function of the stored rows alone
+        (no ``now()``), and few. The rows are shared: never change them."""
+        return self._remembered(stmts, named=False)
+
+    def remembered_named(self, *stmts: Statement) -> list[Sequence[dict[str, Any]]]:
+        """The rows of ``stmts`` as :meth:`together` reads them, as :meth:`remembered` keeps
+        them."""
+        return self._remembered(stmts, named=True)
+
+    def remembered_rows(self, stmt: Statement) -> Sequence[Sequence[Any]]:
+        """The rows of ``stmt``, as :meth:`remembered` keeps them."""
+        return self.remembered(stmt)[0]
+
+    def _remembered(self, stmts: Sequence[Statement], named: bool) -> list[Any]:
+        memo, generation = self.store.memo, self.store.generation  # before any read begins
+        keys = [(named, statement_key(s.sql, s.params)) for s in stmts]
+        found: list[Sequence[Any] | None] = [memo.get(k, generation) for k in keys]
+        todo = [stmts[i] for i, rows in enumerate(found) if rows is None]
+        if todo:
+            read: list[Sequence[Any]] = []
+            if named:
+                read.extend(self.together(*todo))
+            else:
+                read.extend([tuple(r) for r in rows] for rows in self.rows_together(*todo))
+            missing = (i for i, rows in enumerate(found) if rows is None)
+            for i, rows in zip(missing, read, strict=True):
+                found[i] = memo.put(keys[i], generation, rows)
+        return found
 
     def facts(self, plan: Plan, needs: Needs) -> Facts:
         """Read what ``needs`` asks for under ``plan`` (:func:`svc.queries.plan.reads`)."""
@@ -53,7 +86,7 @@ class Runner:
             if todo.last_day:
                 every = [span[0] + timedelta(days=i) for i in range((span[1] - span[0]).days + 1)]
                 reads["snapshots"] = snapshot_sql.current(plan, every)
-        rows = dict(zip(reads, self.rows_together(*reads.values()), strict=True))
+        rows = dict(zip(reads, self.remembered(*reads.values()), strict=True))
         if needs.edges:  # (none outside when the plan counts the events in the range)
             outside = tuple((int(r[0]), int(r[1]), int(r[2])) for r in rows.get("outside", ()))
             facts = replace(facts, outside=outside)
@@ -78,7 +111,7 @@ class Runner:
         return [[list(r.values()) for r in rows] for rows in self.together(*stmts)]
 
     def _crossing(self, plan: Plan, facts: Facts) -> Facts:
-        rows = self.rows(sql.crossing_statement(plan, facts))
+        rows = self.remembered_rows(sql.crossing_statement(plan, facts))
         if facts.long is None:
             facts = replace(facts, long=planner.long_sessions([r for r in rows if not int(r[4])]))
         near = [r for r in rows if int(r[4])]
@@ -88,7 +121,7 @@ class Runner:
     def _long(self, plan: Plan, facts: Facts) -> Facts:
         if facts.long is not None:
             return facts
-        long = planner.long_sessions(self.rows(sql.long_statement(plan, facts)))
+        long = planner.long_sessions(self.remembered_rows(sql.long_statement(plan, facts)))
         return replace(facts, long=long)
 
     def _rolled_days(
@@ -105,7 +138,10 @@ class Runner:
         # the last day's sessions are corrected with their events after the end as they are
         # now (Facts.after_end): not with a rollup that events received since changed
         extra = last_day and end_day in versions and (inner is None or end_day > inner[1])
-        if extra and self.rows(sql.received_since(plan, end_day, versions[end_day]))[0][0]:
+        if (
+            extra
+            and self.remembered_rows(sql.received_since(plan, end_day, versions[end_day]))[0][0]
+        ):
             days = tuple(d for d in days if d[0] != end_day)
         return days
 
@@ -114,11 +150,11 @@ class Runner:
         page, the hashes of the matching paths of those days first (none are taken if one of
         them is also a path's that does not match)."""
         span = plan.rollup_span
-        rows = self.rows(sql.current_rolled_days(plan, span, None)) if span is not None else []
+        rows = self.remembered_rows(sql.current_rolled_days(plan, span, None)) if span else []
         days = self._rolled_days(plan, facts, rows)
         hashes: tuple[int, ...] | None = None
         if days and plan.event_conditions:
-            hashes = planner.matching_hashes(self.rows(sql.path_hashes(plan, days)))
+            hashes = planner.matching_hashes(self.remembered_rows(sql.path_hashes(plan, days)))
             if hashes is None:  # a collision: every day from the session rows
                 return facts
         return replace(facts, rolled=days, matching_hashes=hashes)

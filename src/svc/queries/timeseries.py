@@ -181,7 +181,7 @@ def _start_hour_days(
     days = [d for d in facts.rolled if d not in old.rolled]
     if not days:
         return ()
-    have = {_day(r[0]) for r in runner.rows(reports.start_hour_days(p, days))}
+    have = {_day(r[0]) for r in runner.remembered_rows(reports.start_hour_days(p, days))}
     return tuple(d for d in days if d[0] in have)
 
 
@@ -190,7 +190,7 @@ def _from_utc_days(runner: Runner, p: Plan, interval: str) -> dict[str, Any]:
     before) and the long sessions that reach it first, then the statements, side by side."""
     first, last = p.rng.first, p.rng.last
     facts = runner.facts(p, Needs(edges=True))
-    day_rows, long_rows = runner.together(
+    day_rows, long_rows = runner.remembered_named(
         reports.series_rolled_days(p, first - timedelta(days=1), last),
         reports.series_long_spans(p, first - timedelta(days=1), last),
     )

@@ -33,6 +33,7 @@ from svc.schema.measurements import COUNTED_SQL
 from svc.schema.row import EVENT_COLUMNS as EVENT_COLUMNS
 from svc.schema.row import EventRow as EventRow
 from svc.settings import Settings
+from svc.storage.memo import ReadMemo
 
 log = logging.getLogger(__name__)
 
@@ -242,6 +243,13 @@ class EventStore:
         self._release_lock = threading.Lock()
         #: How many writes of this process reached the store (see :meth:`note_write`).
         self.writes = 0
+        #: Moves once every call that may write (a command, an insert) on any handle of this
+        #: store has returned, whoever made it (the loader, rollups, snapshots, retention,
+        #: migrations): the rows kept in :attr:`memo` serve only while it stands still.
+        self.generation = 0
+        self._generation_lock = threading.Lock()
+        #: The facts' reads kept while nothing is written (svc.storage.memo). Embedded only.
+        self.memo = ReadMemo(0 if settings.clickhouse_url else settings.read_memo_entries)
         #: The settings of every read (see READ_SETTINGS).
         self.read_settings = {
             **READ_SETTINGS,
@@ -259,7 +267,7 @@ class EventStore:
         if self._client is None:
             with self._connect_lock:
                 if self._client is None:
-                    self._client = connect(self.settings)
+                    self._client = self._watched(connect(self.settings))
         return self._client
 
     @property
@@ -287,7 +295,39 @@ class EventStore:
             with self._connect_lock:
                 client = self._handles.get(purpose)
                 if client is None:
-                    client = self._handles[purpose] = connect(self.settings)
+                    client = self._handles[purpose] = self._watched(connect(self.settings))
+        return client
+
+    def _watched(self, client: Client) -> Client:
+        """``client``, its calls that may write counted in :attr:`generation` once returned
+        (or failed: they may have written part): every command and insert, and a query
+        whose SQL does not begin as a read does (``INSERT ... SELECT`` through ``query``)."""
+
+        def bump() -> None:
+            with self._generation_lock:
+                self.generation += 1
+
+        for name in ("command", "insert", "raw_insert", "data_insert"):
+            call = getattr(client, name)
+
+            def counted(*args: Any, _call: Callable[..., Any] = call, **kwargs: Any) -> Any:
+                try:
+                    return _call(*args, **kwargs)
+                finally:
+                    bump()
+
+            setattr(client, name, counted)
+        for name in ("query", "raw_query", "raw_stream"):
+            call = getattr(client, name)
+
+            def read(*args: Any, _call: Callable[..., Any] = call, **kwargs: Any) -> Any:
+                try:
+                    return _call(*args, **kwargs)
+                finally:
+                    if not _READ_SQL.match(str(args[0] if args else kwargs.get("query"))):
+                        bump()
+
+            setattr(client, name, read)
         return client
 
     def close(self) -> None:
@@ -708,6 +748,9 @@ READ_SETTINGS: dict[str, Any] = {
 #: 644 ms without; the other reports the same within the noise. It still spills to disk
 #: past max_bytes_before_external_group_by (in buckets then).
 EMBEDDED_READ_SETTINGS: dict[str, Any] = {"group_by_two_level_threshold_bytes": 0}
+
+#: The start of SQL that only reads (a query whose SQL starts otherwise may write).
+_READ_SQL = re.compile(r"\s*\(*\s*(SELECT|WITH|SHOW|DESCRIBE|DESC|EXPLAIN|EXISTS)\b", re.IGNORECASE)
 
 #: Migrations after which a derived table is written from the stored events (the sessions
 #: table, the session pages, the event hours, the report events).
