@@ -392,10 +392,10 @@ def test_an_export_that_fails_after_its_headers_breaks_the_transfer(
 
 #: A regular expression RE2 runs slowly over long paths of random a and b (no literal for
 #: ClickHouse to look for first, a DFA too large to keep: RE2 falls back to its NFA): some
-#: 5-20 ms a path of 1,500 characters, so a report over 600 of them takes seconds. ClickHouse
-#: checks its time limit and kills between blocks of rows only, and these 600 rows are one.
+#: 5-20 ms a path of 1,500 characters, so a report over 400 of them takes seconds. ClickHouse
+#: checks its time limit and kills between blocks of rows only, and these 400 rows are one.
 SLOW_FILTER = "page:matches:a.{500}[^ab]"
-SLOW_EVENTS = 600
+SLOW_EVENTS = 400
 
 
 def slow_server(tmp_path: Path, **env: str) -> tuple[Server, dict[str, Any]]:
