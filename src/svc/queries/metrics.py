@@ -112,7 +112,9 @@ def _with_rollups(runner: Runner, p: Plan, facts: Facts) -> Metrics:
     summing = []  # rows of sums per dimension ('' the totals, source) and value
     rolled = session_sql.rollup_sums(p, facts, ["", "source"]) if facts.rolled else None
     if facts.snapshots:  # the days not rolled up yet (svc.queries.sql.snapshots)
-        summing += [snapshot_sql.sums(p, facts, rolled), snapshot_sql.changes(p, facts)]
+        summing.append(snapshot_sql.sums(p, facts, rolled))
+        if facts.changed:  # sessions events reached since: their rows now, less those kept
+            summing.append(snapshot_sql.changes(p, facts))
     elif rolled is not None:
         summing.append(rolled)
     dropping = []  # with a filter that drops reported events: what it drops from rolled days

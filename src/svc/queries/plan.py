@@ -448,6 +448,9 @@ class Facts:
     #: the days of the rollup span not rolled up yet that a snapshot serves, and its
     #: version (svc.storage.snapshots; read with ``Needs(last_day=True)``)
     snapshots: tuple[tuple[date, int], ...] = ()
+    #: the sessions of those days that events received at or after their day's snapshot
+    #: reached (read with the snapshots): the only ones whose rows differ from it
+    changed: tuple[int, ...] = ()
 
     def far(self, plan: Plan) -> list[tuple[date, int]]:
         """The long sessions on days the session rows do not read otherwise."""
@@ -532,6 +535,7 @@ class Facts:
                 snapshot_versions=[v for _, v in self.snapshots],
                 snapshot_first=min(snapshot_days),
                 snapshot_oldest=min(v for _, v in self.snapshots),
+                changed=IntArray(self.changed),
             )
         return out
 

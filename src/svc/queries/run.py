@@ -102,6 +102,9 @@ class Runner:
                 wanted = set(planner.snapshot_wanted(plan, facts))
                 current = planner.day_versions(rows.get("snapshots", ()))
                 facts = replace(facts, snapshots=tuple(d for d in current if d[0] in wanted))
+                if facts.snapshots:
+                    changed = self.remembered_rows(snapshot_sql.changed(plan, facts))
+                    facts = replace(facts, changed=tuple(int(r[0]) for r in changed))
         return facts
 
     def rows_together(self, *stmts: Statement) -> list[list[list[Any]]]:
