@@ -27,10 +27,18 @@ Rows = tuple[Any, ...]
 MAX_ROWS = 20_000
 
 
-def statement_key(sql: str, params: Mapping[str, Any]) -> tuple[str, tuple[tuple[str, str], ...]]:
-    """The key of a statement's rows: its SQL and its values as text (every value a statement
-    binds has a ``repr`` that tells it apart: numbers, strings, dates, ids' arrays)."""
-    return sql, tuple(sorted((name, repr(value)) for name, value in params.items()))
+def statement_key(sql: str, params: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The key of a statement's rows: its SQL and its values, each with its type (an array of
+    ids by its integers, not their text; a value that cannot be hashed, a list, by its
+    ``repr``, which tells such values apart: numbers, strings, dates)."""
+    values = []
+    for name, value in sorted(params.items()):
+        try:
+            hash(value)
+        except TypeError:
+            value = repr(value)
+        values.append((name, type(value).__name__, value))
+    return sql, tuple(values)
 
 
 class ReadMemo:
