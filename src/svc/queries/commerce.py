@@ -18,8 +18,9 @@ from svc.storage.events import EventStore
 
 def query_revenue(store: EventStore, query: Query, limit: int = 10) -> dict[str, Any]:
     p, runner = plan(query), Runner(store)  # event-level: no facts needed
-    currencies = runner.named(reports.revenue_currencies(p, Facts()))
-    items = runner.named(reports.revenue_items(p, Facts(), limit))
+    currencies, items = runner.together(
+        reports.revenue_currencies(p, Facts()), reports.revenue_items(p, Facts(), limit)
+    )
     return {
         "currencies": [
             {
@@ -46,9 +47,12 @@ def query_revenue(store: EventStore, query: Query, limit: int = 10) -> dict[str,
 
 def query_errors(store: EventStore, query: Query, limit: int = 10) -> dict[str, Any]:
     p, runner = plan(query), Runner(store)  # event-level: no facts needed
-    total = runner.named(reports.errors_total(p, Facts()))[0]
-    top = runner.named(reports.errors_top(p, Facts(), limit))
-    pages = runner.named(reports.errors_pages(p, Facts(), limit))
+    totals, top, pages = runner.together(
+        reports.errors_total(p, Facts()),
+        reports.errors_top(p, Facts(), limit),
+        reports.errors_pages(p, Facts(), limit),
+    )
+    total = totals[0]
     errors, fatal = int(total["errors"]), int(total["fatal"])
     return {
         "errors": errors,
