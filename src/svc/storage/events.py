@@ -300,14 +300,15 @@ class EventStore:
 
     def _watched(self, client: Client) -> Client:
         """``client``, its calls that may write counted in :attr:`generation` once returned
-        (or failed: they may have written part): every command and insert, and a query
-        whose SQL does not begin as a read does (``INSERT ... SELECT`` through ``query``)."""
+        (or failed: they may have written part): every insert, and every command or query
+        whose SQL does not begin as one that writes nothing (a read, the allocator's purge
+        after reads, a ``KILL QUERY``): ``INSERT ... SELECT`` through ``query`` counts."""
 
         def bump() -> None:
             with self._generation_lock:
                 self.generation += 1
 
-        for name in ("command", "insert", "raw_insert", "data_insert"):
+        for name in ("insert", "raw_insert", "data_insert"):
             call = getattr(client, name)
 
             def counted(*args: Any, _call: Callable[..., Any] = call, **kwargs: Any) -> Any:
@@ -317,7 +318,7 @@ class EventStore:
                     bump()
 
             setattr(client, name, counted)
-        for name in ("query", "raw_query", "raw_stream"):
+        for name in ("command", "query", "raw_query", "raw_stream"):
             call = getattr(client, name)
 
             def read(*args: Any, _call: Callable[..., Any] = call, **kwargs: Any) -> Any:
@@ -749,8 +750,12 @@ READ_SETTINGS: dict[str, Any] = {
 #: past max_bytes_before_external_group_by (in buckets then).
 EMBEDDED_READ_SETTINGS: dict[str, Any] = {"group_by_two_level_threshold_bytes": 0}
 
-#: The start of SQL that only reads (a query whose SQL starts otherwise may write).
-_READ_SQL = re.compile(r"\s*\(*\s*(SELECT|WITH|SHOW|DESCRIBE|DESC|EXPLAIN|EXISTS)\b", re.IGNORECASE)
+#: The start of SQL that writes nothing to the tables (a command or query whose SQL starts
+#: otherwise may write).
+_READ_SQL = re.compile(
+    r"\s*\(*\s*(SELECT|WITH|SHOW|DESCRIBE|DESC|EXPLAIN|EXISTS|SYSTEM\s+JEMALLOC|KILL\s+QUERY)\b",
+    re.IGNORECASE,
+)
 
 #: Migrations after which a derived table is written from the stored events (the sessions
 #: table, the session pages, the event hours, the report events).
