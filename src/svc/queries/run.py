@@ -48,20 +48,24 @@ class Runner:
         return self.remembered(stmt)[0]
 
     def _remembered(self, stmts: Sequence[Statement], named: bool) -> list[Any]:
-        memo, generation = self.store.memo, self.store.generation  # before any read begins
+        memo = self.store.memo
+        if not memo.entries:  # (a ClickHouse server, or turned off: no keys to make)
+            return list(self._read(stmts, named))
+        generation = self.store.generation  # before any read begins
         keys = [(named, statement_key(s.sql, s.params)) for s in stmts]
         found: list[Sequence[Any] | None] = [memo.get(k, generation) for k in keys]
         todo = [stmts[i] for i, rows in enumerate(found) if rows is None]
         if todo:
-            read: list[Sequence[Any]] = []
-            if named:
-                read.extend(self.together(*todo))
-            else:
-                read.extend([tuple(r) for r in rows] for rows in self.rows_together(*todo))
+            read: Sequence[Sequence[Any]] = self._read(todo, named)
             missing = (i for i, rows in enumerate(found) if rows is None)
-            for i, rows in zip(missing, read, strict=True):
-                found[i] = memo.put(keys[i], generation, rows)
+            for i, got in zip(missing, read, strict=True):
+                found[i] = memo.put(keys[i], generation, got)
         return found
+
+    def _read(self, stmts: Sequence[Statement], named: bool) -> Sequence[Sequence[Any]]:
+        if named:
+            return self.together(*stmts)
+        return self.rows_together(*stmts)
 
     def facts(self, plan: Plan, needs: Needs) -> Facts:
         """Read what ``needs`` asks for under ``plan`` (:func:`svc.queries.plan.reads`), in
@@ -119,11 +123,12 @@ class Runner:
             facts = self._rolled_sessions(plan, facts)
         return facts
 
-    def rows_together(self, *stmts: Statement) -> list[list[list[Any]]]:
-        """The rows of ``stmts``, run side by side (:meth:`together`), in order."""
+    def rows_together(self, *stmts: Statement) -> list[list[tuple[Any, ...]]]:
+        """The rows of ``stmts``, run side by side (:meth:`together`), in order, each a
+        tuple (as :meth:`remembered` keeps them)."""
         if len(stmts) <= 1:
-            return [[list(r) for r in self.rows(s)] for s in stmts]
-        return [[list(r.values()) for r in rows] for rows in self.together(*stmts)]
+            return [[tuple(r) for r in self.rows(s)] for s in stmts]
+        return [[tuple(r.values()) for r in rows] for rows in self.together(*stmts)]
 
     def _rolled_days(
         self, plan: Plan, facts: Facts, rows: Sequence[Sequence[Any]], last_day: bool = False

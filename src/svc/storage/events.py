@@ -245,7 +245,8 @@ class EventStore:
         self.writes = 0
         #: Moves once every call that may write (a command, an insert) on any handle of this
         #: store has returned, whoever made it (the loader, rollups, snapshots, retention,
-        #: migrations): the rows kept in :attr:`memo` serve only while it stands still.
+        #: migrations; :attr:`writes` leaves out the rollups' and snapshots' own): the rows
+        #: kept in :attr:`memo` serve only while it stands still.
         self.generation = 0
         self._generation_lock = threading.Lock()
         #: The facts' reads kept while nothing is written (svc.storage.memo). Embedded only.
@@ -304,31 +305,21 @@ class EventStore:
         whose SQL does not begin as one that writes nothing (a read, the allocator's purge
         after reads, a ``KILL QUERY``): ``INSERT ... SELECT`` through ``query`` counts."""
 
-        def bump() -> None:
-            with self._generation_lock:
-                self.generation += 1
-
-        for name in ("insert", "raw_insert", "data_insert"):
-            call = getattr(client, name)
-
-            def counted(*args: Any, _call: Callable[..., Any] = call, **kwargs: Any) -> Any:
+        def watched(call: Callable[..., Any], inserts: bool) -> Callable[..., Any]:
+            def counted(*args: Any, **kwargs: Any) -> Any:
                 try:
-                    return _call(*args, **kwargs)
+                    return call(*args, **kwargs)
                 finally:
-                    bump()
+                    sql = args[0] if args else kwargs.get("query")
+                    if inserts or not _READ_SQL.match(str(sql)):
+                        with self._generation_lock:
+                            self.generation += 1
 
-            setattr(client, name, counted)
-        for name in ("command", "query", "raw_query", "raw_stream"):
-            call = getattr(client, name)
+            return counted
 
-            def read(*args: Any, _call: Callable[..., Any] = call, **kwargs: Any) -> Any:
-                try:
-                    return _call(*args, **kwargs)
-                finally:
-                    if not _READ_SQL.match(str(args[0] if args else kwargs.get("query"))):
-                        bump()
-
-            setattr(client, name, read)
+        inserts = ("insert", "raw_insert", "data_insert")
+        for name in (*inserts, "command", "query", "raw_query", "raw_stream"):
+            setattr(client, name, watched(getattr(client, name), name in inserts))
         return client
 
     def close(self) -> None:
