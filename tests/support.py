@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import msgspec
+from prometheus_client.parser import text_string_to_metric_families
 
 from svc.storage.events import EventRow, ch_time
 from tests.parallel import free_port as free_port  # re-exported: tests import it from here
@@ -279,3 +280,28 @@ def inserts_by_day(prefix: str, rows: Iterable[EventRow]) -> list[tuple[str, str
         day = datetime.fromtimestamp(int(row.ts.split(".")[0]), UTC).date().isoformat()
         by_day.setdefault(day, []).append(msgspec.json.encode(row))
     return [(f"{prefix}-{day}", (b"\n".join(r) + b"\n").decode()) for day, r in by_day.items()]
+
+
+#: GET /internal/metrics' samples: (name, labels) -> value.
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def scrape(srv: Server, token: str, **headers: str) -> Samples:
+    """GET /internal/metrics of ``srv`` with ``token``, parsed as Prometheus parses it."""
+    r = httpx.get(
+        srv.url + "/internal/metrics",
+        headers={"Authorization": f"Bearer {token}", **headers},
+        timeout=30,
+    )
+    assert r.status_code == 200, r.text
+    assert r.headers["content-type"].startswith("text/plain")
+    samples: Samples = {}
+    for family in text_string_to_metric_families(r.text):
+        for s in family.samples:
+            samples[(s.name, frozenset(s.labels.items()))] = s.value
+    return samples
+
+
+def sample(samples: Samples, name: str, **labels: str) -> float:
+    """The value of the sample ``name`` with ``labels`` (0 when there is none)."""
+    return samples.get((name, frozenset(labels.items())), 0.0)

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from svc.app import create_app
 from svc.settings import Settings
 from tests.conftest import BROWSER_UA
-from tests.support import Server
+from tests.support import Samples, Server
+from tests.support import sample as value
+from tests.support import scrape as scrape_with
 
 TOKEN = "metrics-" + "x" * 24
 SCRAPE = {"Authorization": f"Bearer {TOKEN}"}
@@ -45,22 +46,8 @@ def keys(srv: Server) -> dict[str, str]:
     return keys
 
 
-Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
-
-
 def scrape(srv: Server, **headers: str) -> Samples:
-    r = httpx.get(srv.url + "/internal/metrics", headers={**SCRAPE, **headers}, timeout=30)
-    assert r.status_code == 200, r.text
-    assert r.headers["content-type"].startswith("text/plain")
-    samples: Samples = {}
-    for family in text_string_to_metric_families(r.text):
-        for s in family.samples:
-            samples[(s.name, frozenset(s.labels.items()))] = s.value
-    return samples
-
-
-def value(samples: Samples, name: str, **labels: str) -> float:
-    return samples.get((name, frozenset(labels.items())), 0.0)
+    return scrape_with(srv, TOKEN, **headers)
 
 
 def test_the_figures_move_with_events_errors_and_reads(srv: Server, keys: dict[str, str]) -> None:

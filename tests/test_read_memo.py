@@ -10,7 +10,7 @@ import httpx
 
 from svc.storage.memo import MAX_ROWS, ReadMemo, statement_key
 from tests.conftest import BROWSER_UA
-from tests.support import Server, run_store_script
+from tests.support import Server, run_store_script, scrape
 
 TOKEN = "metrics-" + "m" * 24
 
@@ -75,13 +75,9 @@ def test_every_write_on_every_handle_moves_the_generation(tmp_path: object) -> N
 
 
 def _memo_reads(srv: Server) -> dict[str, float]:
-    r = httpx.get(srv.url + "/internal/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
-    assert r.status_code == 200, r.text
-    reads = {}
-    for line in r.text.splitlines():
-        if line.startswith("svc_read_memo_reads_total{"):
-            reads[line.split('"')[1]] = float(line.split()[-1])
-    return reads
+    samples = scrape(srv, TOKEN)
+    name = "svc_read_memo_reads_total"
+    return {s: samples[(name, frozenset({("served", s)}))] for s in ("memo", "store")}
 
 
 def _ms(at: datetime) -> int:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 
 from tests.conftest import BROWSER_UA
-from tests.support import Server
+from tests.support import Server, scrape
 
 
 def _rolled(srv: Server) -> int:
@@ -59,12 +59,7 @@ def test_a_late_event_rolls_its_day_up_once(fresh_server: Server) -> None:
 
 def _passes(srv: Server) -> float:
     """How many rollup passes ran (svc_rollup_duration_seconds' count)."""
-    r = httpx.get(srv.url + "/internal/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
-    assert r.status_code == 200, r.text
-    for line in r.text.splitlines():
-        if line.startswith("svc_rollup_duration_seconds_count"):
-            return float(line.split()[-1])
-    raise AssertionError("no svc_rollup_duration_seconds_count")
+    return scrape(srv, TOKEN)[("svc_rollup_duration_seconds_count", frozenset())]
 
 
 TOKEN = "metrics-" + "p" * 24
