@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from svc.accounts import invites, passwords, roles, store, teams, totp
 from svc.accounts import mail as mailer
@@ -23,10 +23,12 @@ from svc.accounts.access import Access
 from svc.accounts.store import Account
 from svc.accounts.throttle import SignInThrottle
 from svc.errors import ApiError, Conflict, Forbidden, InvalidRequest, NotFound
-from svc.limits.shared import RedisBuckets
 from svc.meta.store import MetaStore
 from svc.settings import Settings
 from svc.timeutil import iso_ms
+
+if TYPE_CHECKING:  # imported where SVC_REDIS_URL is set (svc.limits.core)
+    from svc.limits.shared import RedisBuckets
 
 log = logging.getLogger("svc.accounts")
 

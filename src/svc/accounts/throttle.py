@@ -20,10 +20,13 @@ from __future__ import annotations
 import hashlib
 import math
 import time
+from typing import TYPE_CHECKING
 
 from svc.errors import RateLimited
 from svc.limits.bucket import Rule, TokenBuckets, parse_rule
-from svc.limits.shared import RedisBuckets
+
+if TYPE_CHECKING:  # imported where SVC_REDIS_URL is set (svc.limits.core)
+    from svc.limits.shared import RedisBuckets
 
 
 def _digest(value: str) -> str:

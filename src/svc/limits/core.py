@@ -6,14 +6,16 @@ set), the plans and the quota ledger; :mod:`svc.http.limits` applies them to req
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from svc.limits import timeouts
 from svc.limits.bucket import Rule, TokenBuckets, parse_rule
 from svc.limits.plans import Plans, parse_plans
 from svc.limits.quota import Counts, Quotas
-from svc.limits.shared import RedisBuckets, RedisLink, RedisQuotas
 from svc.settings import Settings, env_name
+
+if TYPE_CHECKING:  # redis-py is imported only where SVC_REDIS_URL is set (~0.2 s a process)
+    from svc.limits.shared import RedisBuckets, RedisLink
 
 INGEST_IP = "ingest_ip"
 INGEST_PROJECT = "ingest_project"
@@ -43,14 +45,16 @@ class Limits:
         }
         self.plans: Plans = parse_plans(settings.plans, settings.monthly_quota)
         self.max_batch_events = settings.max_batch_events
-        self.link = RedisLink(settings.redis_url) if settings.redis_url else None
-        self.remote = RedisBuckets(self.link) if self.link is not None else None
+        self.link: RedisLink | None = None
+        self.remote: RedisBuckets | None = None
         warning, margin = settings.quota_warning_percent, settings.max_batch_events
-        self.quotas: Quotas = (
-            RedisQuotas(self.plans, usage, self.link, warning, margin)
-            if self.link is not None
-            else Quotas(self.plans, usage, warning, margin)
-        )
+        self.quotas: Quotas = Quotas(self.plans, usage, warning, margin)
+        if settings.redis_url:
+            from svc.limits.shared import RedisBuckets, RedisLink, RedisQuotas
+
+            self.link = RedisLink(settings.redis_url)
+            self.remote = RedisBuckets(self.link)
+            self.quotas = RedisQuotas(self.plans, usage, self.link, warning, margin)
 
     @property
     def backend(self) -> str:
