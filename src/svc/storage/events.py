@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import Any, TypeVar
 
 import clickhouse_connect
@@ -33,6 +34,7 @@ from svc.schema.measurements import COUNTED_SQL
 from svc.schema.row import EVENT_COLUMNS as EVENT_COLUMNS
 from svc.schema.row import EventRow as EventRow
 from svc.settings import Settings
+from svc.storage import schema
 from svc.storage.memo import ReadMemo
 
 log = logging.getLogger(__name__)
@@ -329,15 +331,16 @@ class EventStore:
         self._handles.clear()
         self._client = None
 
-    def migrate(self) -> list[int]:
-        """Apply the SQL files of ``storage/migrations`` not applied yet, in order."""
+    def migrate(self, from_schema: bool = True) -> list[int]:
+        """Apply the SQL files of ``storage/migrations`` not applied yet, in order; or, to a
+        new store (no table, no version recorded), the tables they make at once
+        (svc.storage.schema), unless ``from_schema`` is False."""
         client = self.client
         client.command(
             "CREATE TABLE IF NOT EXISTS svc_migrations (version UInt32, name String, "
             "applied_at DateTime64(3, 'UTC')) ENGINE = MergeTree ORDER BY version"
         )
         done = {int(r[0]) for r in client.query("SELECT version FROM svc_migrations").result_rows}
-        applied: list[int] = []
         files = sorted(
             (
                 f
@@ -348,6 +351,16 @@ class EventStore:
         )
         pending = [(int(f.name.split("_", 1)[0]), f) for f in files]
         pending = [(v, f) for v, f in pending if v not in done]
+        begun = done == {schema.BEGUN}  # a start that stopped while it created them
+        if from_schema and pending and (begun or (not done and schema.is_empty(client))):
+            tables = schema.text()
+            # a file older than the last migration is passed over (its test says so)
+            if schema.version(tables) == pending[-1][0]:
+                if not begun:  # recorded first: the tables made from here on are the file's
+                    self._record([(schema.BEGUN, resources.files("svc.storage") / schema.FILE)])
+                for statement in _statements(tables):  # IF NOT EXISTS: again after a crash
+                    client.command(statement)
+                return self._record(pending)
         for _, f in pending:
             for statement in _statements(f.read_text()):
                 client.command(statement)  # every statement may run again after a crash
@@ -365,14 +378,18 @@ class EventStore:
             self.rebuild_report_events()
         if versions & _RESORT_ROLLED_SESSIONS_AFTER:
             self.resort_rolled_sessions()
-        for version, f in pending:
-            client.insert(
+        return self._record(pending)
+
+    def _record(self, applied: list[tuple[int, Traversable]]) -> list[int]:
+        """Record the migrations ``applied`` (version, file), in one insert."""
+        if applied:
+            now = datetime.now(UTC)
+            self.client.insert(
                 "svc_migrations",
-                [[version, f.name, datetime.now(UTC)]],
+                [[version, f.name, now] for version, f in applied],
                 column_names=["version", "name", "applied_at"],
             )
-            applied.append(version)
-        return applied
+        return [version for version, _ in applied]
 
     @_writes
     def resort_rolled_sessions(self) -> None:
