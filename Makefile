@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 # module-scoped servers and browsers start once. PYTEST_WORKERS=0 runs it serially.
 PYTEST_WORKERS ?= 2
 
-.PHONY: help run test setup lint typecheck pytest services stop-services chromium dashboard-deps bench clean
+.PHONY: help run test test-deps setup lint typecheck pytest services stop-services chromium dashboard-deps bench clean
 
 help:
 	@echo "make run    set up and run svc on http://$(HOST):$(PORT) (data in $(DATA))"
@@ -39,21 +39,22 @@ setup: $(STAMPS)/venv tracker dashboard
 run: setup
 	$(VENV)/bin/svcm serve --host $(HOST) --port $(PORT) --data-dir $(DATA)
 
-# Debian's Chromium for the browser tests (never a downloaded browser), and zsh and fish,
-# whose parsers check the completion scripts of svcm.
-TEST_APT := chromium zsh fish
+# Debian's packages for the tests, in one apt-get (dpkg takes one install at a time):
+# Chromium for the browser tests (never a downloaded browser), zsh and fish, whose parsers
+# check the completion scripts of svcm, and PostgreSQL and Redis (make services).
 chromium:
-	@missing=$$(for c in $(TEST_APT); do command -v $$c >/dev/null 2>&1 || echo $$c; done); \
-	if [ -n "$$missing" ]; then echo "make test: installing $$missing with apt"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
+	@missing=$$(for c in chromium zsh fish redis-server; do command -v $$c >/dev/null 2>&1 || echo $$c; done; \
+		ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || echo postgresql); \
+	if [ -n "$$missing" ]; then echo "make test: installing" $$missing "with apt"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 
 # The dashboard's pinned npm packages (axe-core for the accessibility test); the build itself
 # is committed, so a fresh clone would otherwise never run npm ci.
-dashboard-deps:
+dashboard-deps: dashboard
 	@test -f dashboard/node_modules/axe-core/axe.min.js || { cd dashboard && $(NPM) ci --no-audit --no-fund >/dev/null; }
 
 # PostgreSQL and Redis from Debian; PostgreSQL is started for the tests and left running (make
 # stop-services), the Redis tests start servers of their own.
-services:
+services: chromium | $(STAMPS)
 	@echo "make test: starting PostgreSQL for the tests (PostgreSQL and Redis installed with apt if missing)"
 	@bash scripts/test-services.sh > $(STAMPS)/services.env
 	@cat $(STAMPS)/services.env
@@ -70,12 +71,21 @@ typecheck: $(STAMPS)/venv
 
 # The sources are compiled once first: where PYTHONDONTWRITEBYTECODE is set (this CI's shell),
 # each of the suite's server processes compiled them again (0.25 s or more of CPU a start).
-pytest: $(STAMPS)/venv tracker dashboard dashboard-deps chromium services client-js-build edge-deps
+pytest: $(TEST_DEPS) client-js-build
 	$(PY) -m compileall -q src tests > /dev/null
 	set -a && source $(STAMPS)/services.env && set +a && \
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
-test: lint typecheck pytest client-js-test edge-check
+# What every check needs, installed side by side (pip, npm, apt: mostly waiting on the
+# network and the disk); then the short checks two at a time; then the Python suite, which
+# takes both cores itself. -O keeps each job's output together.
+TEST_DEPS := $(STAMPS)/venv tracker dashboard dashboard-deps chromium services client-js-deps edge-deps
+test-deps: $(TEST_DEPS)
+
+test:
+	@$(MAKE) --no-print-directory -O -j 6 test-deps
+	@$(MAKE) --no-print-directory -O -j 2 lint typecheck client-js-test edge-check
+	@$(MAKE) --no-print-directory pytest
 
 bench: setup
 	$(PY) bench/run_all.py

@@ -7,15 +7,25 @@
 CLIENT_JS_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 NPM ?= npm
 
-.PHONY: client-js-test client-js-build client-js-size client-js-clean
+# npm ci writes this file last; it stands for "node_modules matches the lock file" (one npm ci
+# for the build and the tests, which may run side by side).
+CLIENT_JS_MODULES := $(CLIENT_JS_DIR)/node_modules/.package-lock.json
 
-## client-js-test: npm ci, tsc --noEmit (strict), build ESM+CJS, node --test (unit + integration)
-client-js-test:
-	cd $(CLIENT_JS_DIR) && $(NPM) ci --no-audit --no-fund && $(NPM) run typecheck && $(NPM) test
+.PHONY: client-js-deps client-js-test client-js-build client-js-size client-js-clean
+
+$(CLIENT_JS_MODULES): $(CLIENT_JS_DIR)/package.json $(CLIENT_JS_DIR)/package-lock.json
+	cd $(CLIENT_JS_DIR) && $(NPM) ci --no-audit --no-fund && touch node_modules/.package-lock.json
+
+## client-js-deps: npm ci when the lock file changed
+client-js-deps: $(CLIENT_JS_MODULES)
+
+## client-js-test: tsc --noEmit (strict), build ESM+CJS, node --test (unit + integration)
+client-js-test: $(CLIENT_JS_MODULES)
+	cd $(CLIENT_JS_DIR) && $(NPM) run typecheck && $(NPM) test
 
 ## client-js-build: dist/esm and dist/cjs with .d.ts
-client-js-build:
-	cd $(CLIENT_JS_DIR) && $(NPM) ci --no-audit --no-fund && $(NPM) run build
+client-js-build: $(CLIENT_JS_MODULES)
+	cd $(CLIENT_JS_DIR) && $(NPM) run build
 
 ## client-js-size: minified and gzipped size of the library
 client-js-size: client-js-build
