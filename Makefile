@@ -25,13 +25,16 @@ help:
 $(STAMPS):
 	@mkdir -p $(STAMPS)
 
-# The Python client (clients/python, distribution svc-analytics-client) first: the service's
-# dev extra requires it, and it is not taken from PyPI.
+# The Python client (clients/python, distribution svc-analytics-client) with the service: the
+# service's dev extra requires it, and it is not taken from PyPI. Installed by uv (from PyPI
+# with pip; the same versions as pip resolves, downloaded side by side: ~50 s in a fresh
+# clone against pip's ~2 min), compiled to bytecode as pip does (where
+# PYTHONDONTWRITEBYTECODE is set, every process would compile its imports again).
 $(STAMPS)/venv: pyproject.toml clients/python/pyproject.toml | $(STAMPS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e 'clients/python[test]'
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q --disable-pip-version-check uv
+	$(VENV)/bin/uv pip install -q --compile-bytecode --python $(PY) \
+		-e 'clients/python[test]' -e '.[dev]'
 	@touch $@
 
 setup: $(STAMPS)/venv tracker dashboard
