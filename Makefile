@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 # module-scoped servers and browsers start once. PYTEST_WORKERS=0 runs it serially.
 PYTEST_WORKERS ?= 2
 
-.PHONY: help run test test-deps setup lint typecheck pytest services stop-services chromium dashboard-deps bench clean
+.PHONY: help run test test-deps setup lint typecheck pytest services stop-services test-apt dashboard-deps bench clean
 
 help:
 	@echo "make run    set up and run svc on http://$(HOST):$(PORT) (data in $(DATA))"
@@ -45,7 +45,7 @@ run: setup
 # Debian's packages for the tests, in one apt-get (dpkg takes one install at a time):
 # Chromium for the browser tests (never a downloaded browser), zsh and fish, whose parsers
 # check the completion scripts of svcm, and PostgreSQL and Redis (make services).
-chromium:
+test-apt:
 	@missing=$$(for c in chromium zsh fish redis-server; do command -v $$c >/dev/null 2>&1 || echo $$c; done; \
 		ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || echo postgresql); \
 	if [ -n "$$missing" ]; then echo "make test: installing" $$missing "with apt"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
@@ -57,7 +57,7 @@ dashboard-deps: dashboard
 
 # PostgreSQL and Redis from Debian; PostgreSQL is started for the tests and left running (make
 # stop-services), the Redis tests start servers of their own.
-services: chromium | $(STAMPS)
+services: test-apt | $(STAMPS)
 	@echo "make test: starting PostgreSQL for the tests (PostgreSQL and Redis installed with apt if missing)"
 	@bash scripts/test-services.sh > $(STAMPS)/services.env
 	@cat $(STAMPS)/services.env
@@ -82,7 +82,7 @@ pytest: $(TEST_DEPS) client-js-build
 # What every check needs, installed side by side (pip, npm, apt: mostly waiting on the
 # network and the disk); then the short checks two at a time; then the Python suite, which
 # takes both cores itself. -O keeps each job's output together.
-TEST_DEPS := $(STAMPS)/venv tracker dashboard dashboard-deps chromium services client-js-deps edge-deps
+TEST_DEPS := $(STAMPS)/venv tracker dashboard dashboard-deps test-apt services client-js-deps edge-deps
 test-deps: $(TEST_DEPS)
 
 test:

@@ -4,10 +4,10 @@
 statements to a new store, with rebuilds of derived tables that are empty there, about 1.1 s
 of a server's start (2-2.5 s with two test processes on two cores). A new store, one whose
 database holds no table and no recorded version, is instead given ``schema.sql``: the
-``CREATE`` statement of every table and view as the migrations up to :data:`VERSION` leave
-them (ClickHouse's own text of each, from ``system.tables``), 27 statements, and every version
-is recorded. A store that holds anything, or migrations past the file's version, takes the
-migrations.
+``CREATE`` statement of every table and view as the migrations up to the version the file
+names (``-- version N``) leave them (ClickHouse's own text of each, from ``system.tables``),
+27 statements; :data:`BEGUN` is recorded before them and every migration's version after. A
+store that holds anything, or migrations past the file's version, takes the migrations.
 
 ``schema.sql`` is written by ``python -m svc.storage.write_schema`` from a store migrated
 file by file, and tests/test_store_schema.py checks that it is what the migrations make.
