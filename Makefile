@@ -72,6 +72,11 @@ lint: $(STAMPS)/venv
 typecheck: $(STAMPS)/venv
 	$(VENV)/bin/mypy
 
+# What every check needs (defined before the rules that name it: make expands a rule's
+# prerequisites as it reads the rule).
+TEST_DEPS := $(STAMPS)/venv tracker dashboard dashboard-deps test-apt services client-js-deps edge-deps
+test-deps: $(TEST_DEPS)
+
 # The sources are compiled once first: where PYTHONDONTWRITEBYTECODE is set (this CI's shell),
 # each of the suite's server processes compiled them again (0.25 s or more of CPU a start).
 pytest: $(TEST_DEPS) client-js-build
@@ -79,12 +84,9 @@ pytest: $(TEST_DEPS) client-js-build
 	set -a && source $(STAMPS)/services.env && set +a && \
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
-# What every check needs, installed side by side (pip, npm, apt: mostly waiting on the
-# network and the disk); then the short checks two at a time; then the Python suite, which
-# takes both cores itself. -O keeps each job's output together.
-TEST_DEPS := $(STAMPS)/venv tracker dashboard dashboard-deps test-apt services client-js-deps edge-deps
-test-deps: $(TEST_DEPS)
-
+# What `make test` runs, in three steps: what every check needs, installed side by side (pip,
+# npm, apt: mostly waiting on the network and the disk); the short checks two at a time; the
+# Python suite, which takes both cores itself. -O keeps each job's output together.
 test:
 	@$(MAKE) --no-print-directory -O -j 6 test-deps
 	@$(MAKE) --no-print-directory -O -j 2 lint typecheck client-js-test edge-check
