@@ -25,6 +25,7 @@ from datetime import date
 from pathlib import Path
 from svc.settings import Settings
 from svc.storage.events import EventStore
+from svc.storage.rollups import _ROLLED_TABLES as TABLES
 from svc.storage.rollups import Rollups
 
 store = EventStore(Settings.from_env(data_dir=Path(sys.argv[1])))
@@ -39,7 +40,6 @@ def counted(sql, *args, **kwargs):
         deletes.append(sql.split()[2])
     return command(sql, *args, **kwargs)
 store.client.command = counted
-TABLES = ("session_rollups", "rolled_sessions", "visitor_steps")
 
 def kept():
     return {

@@ -1,6 +1,7 @@
 """A new store is given the tables the migrations make, at once (svc.storage.schema): the
-file it takes is what the migrations make, every version is recorded, and a store that holds
-anything takes the migrations, a start that stopped halfway through the file too."""
+file it takes is what the migrations make, every version is recorded, a start that stopped
+halfway through the file makes the rest of it, and a file behind the migrations is passed
+over for them."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from svc.storage import schema
 from tests.support import run_store_script
 
 # argv: the data directory, then "schema" (a new store as a server makes it), "files" (the
-# migrations file by file), "half" (half of the schema's statements, as a start that
-# stopped there leaves it, then a start) or "stale" (a schema file one version behind the
+# migrations file by file), "half" (a start that stops after 12 of the schema's statements,
+# then a start) or "stale" (a schema file one version behind the
 # migrations, whose statements would fail). Prints the versions recorded and the dump.
 SCRIPT = """
 import json, sys
@@ -77,7 +78,7 @@ def test_a_new_store_takes_the_schema_and_records_every_version(tmp_path: Path) 
     assert new["dump"] == schema.text()
 
 
-def test_a_start_that_stopped_halfway_through_the_schema_takes_the_migrations(
+def test_a_start_that_stopped_halfway_through_the_schema_makes_the_rest(
     tmp_path: Path,
 ) -> None:
     half = migrated(tmp_path, "half")

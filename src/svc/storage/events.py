@@ -357,7 +357,7 @@ class EventStore:
             # a file older than the last migration is passed over (its test says so)
             if schema.version(tables) == pending[-1][0]:
                 if not begun:  # recorded first: the tables made from here on are the file's
-                    self._record([(schema.BEGUN, resources.files("svc.storage") / schema.FILE)])
+                    self._record([(schema.BEGUN, schema.file())])
                 for statement in _statements(tables):  # IF NOT EXISTS: again after a crash
                     client.command(statement)
                 return self._record(pending)

@@ -20,6 +20,8 @@ from importlib import resources
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
     from clickhouse_connect.driver.client import Client
 
 #: The file of statements, beside this module.
@@ -33,8 +35,13 @@ _VERSION_LINE = re.compile(r"^-- version (\d+)$", re.MULTILINE)
 _CREATE = re.compile(r"^CREATE (TABLE|MATERIALIZED VIEW) ")
 
 
+def file() -> Traversable:
+    """:data:`FILE`, in the installed package."""
+    return resources.files("svc.storage").joinpath(FILE)
+
+
 def text() -> str:
-    return resources.files("svc.storage").joinpath(FILE).read_text()
+    return file().read_text()
 
 
 def version(schema: str) -> int:
