@@ -113,7 +113,11 @@ class Runtime:
         token_hash, generated = load_admin_token_hash(settings.data_dir, settings.admin_token)
         self.generated_admin_token = generated
         self.auth = Authenticator(self.meta, token_hash, settings.key_cache_seconds)
-        warm_up = asyncio.create_task(asyncio.to_thread(self.ingest.pipeline.warm_up))
+        warm_up = (
+            asyncio.create_task(asyncio.to_thread(self.ingest.pipeline.warm_up))
+            if settings.warm_up
+            else None
+        )
         await asyncio.to_thread(self.meta.migrate)
         await asyncio.to_thread(self._refresh_salts, now_ms())
         await asyncio.to_thread(self.spool.recover)
@@ -136,7 +140,8 @@ class Runtime:
             self.loader.last_error = f"{type(exc).__name__}: {exc}"[:500]
         # Segments still spooled are not in the store: count them from the spool.
         await asyncio.to_thread(self._seed_from_spool, [s.path for s in self.spool.ready])
-        await warm_up
+        if warm_up is not None:
+            await warm_up
         await self.spool.start()
         await self.loader.start()
         self.loader.notify()

@@ -236,6 +236,12 @@ class Settings:
         "Answer POST /analytics inside the HTTP protocol, without uvicorn's ASGI layer (same "
         "answers, less CPU). false: through uvicorn like every other route.",
     )
+    warm_up: bool = _setting(
+        True,
+        "Load the geo data and the user-agent rules at start-up (about 1 s of CPU, beside the "
+        "store's start), so that the first events do not wait for them. false: each is loaded "
+        "by the first event that needs it (a loopback or private address needs no geo data).",
+    )
     query_timeout_seconds: float = _setting(
         30.0,
         "Longest time the queries of one read (GET /metrics*) may run together; past it they "

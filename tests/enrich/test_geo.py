@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import ipaddress
+import random
+import subprocess
+import sys
+
 import pytest
 
+from svc.ingestion.enrich import geo as geo_module
 from svc.ingestion.enrich.geo import Geo, GeoLookup, country_from_headers, geo_from_headers
 
 EMPTY = Geo("", "", "")
@@ -74,6 +80,46 @@ def test_cached_per_address(geo: GeoLookup) -> None:
 
 def test_lazy_load_on_first_lookup() -> None:
     assert GeoLookup(cache_size=16).lookup("8.8.8.8").country == "US"
+
+
+def test_local_addresses_are_answered_without_loading_the_data() -> None:
+    """A process that only sees loopback and private addresses never loads the data (a
+    fresh interpreter: the data is process-wide); the first public address loads it."""
+    script = (
+        "from svc.ingestion.enrich import geo\n"
+        "lookup = geo.GeoLookup()\n"
+        "for ip in ('127.0.0.1', '::1', '10.1.2.3', '192.168.1.1', 'fd00::1', '::ffff:10.0.0.1'):\n"
+        "    assert lookup.lookup(ip) == geo.EMPTY, ip\n"
+        "assert geo._database is None\n"
+        "assert lookup.lookup('8.8.8.8').country == 'US'\n"
+        "assert geo._database is not None\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+
+
+def test_what_is_answered_before_loading_is_what_the_data_says(geo: GeoLookup) -> None:
+    """Every address the shortcut answers (ipaddress's loopback and private networks, sampled
+    at their ends and at random) has no country in the loaded data either."""
+    rng = random.Random(7)
+    networks = [
+        *ipaddress._IPv4Constants._private_networks,  # type: ignore[attr-defined]
+        *ipaddress._IPv6Constants._private_networks,  # type: ignore[attr-defined]
+        ipaddress.ip_network("127.0.0.0/8"),
+        ipaddress.ip_network("::1/128"),
+    ]
+    checked = 0
+    for network in networks:
+        offsets = {
+            0,
+            network.num_addresses - 1,
+            *(rng.randrange(network.num_addresses) for _ in range(50)),
+        }
+        for offset in offsets:
+            address = str(network.network_address + offset)
+            if geo_module._is_local(address):
+                checked += 1
+                assert geo.lookup(address) == EMPTY, address
+    assert checked > 500
 
 
 @pytest.mark.parametrize(

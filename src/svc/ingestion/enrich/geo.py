@@ -176,6 +176,18 @@ def _normalise(ip: str) -> str | None:
     return str(mapped) if mapped is not None else ip
 
 
+def _is_local(address: str) -> bool:
+    """Whether a normalised address is loopback or private (RFC 1918, IPv6 unique local), which
+    every data file leaves without a country: answered before the data is loaded, so that a
+    process that only ever sees such addresses (a test's, a service behind a proxy that does
+    not forward the client's) never loads it."""
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return parsed.is_loopback or parsed.is_private
+
+
 def _text(value: object) -> str:
     return value if isinstance(value, str) and not value.startswith("<") else ""
 
@@ -203,7 +215,7 @@ class GeoLookup:
 
     def _lookup(self, ip: str) -> Geo:
         address = _normalise(ip)
-        if address is None:
+        if address is None or (_database is None and _is_local(address)):
             return EMPTY
         try:
             database = _load(self._data_file)
