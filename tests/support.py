@@ -21,6 +21,7 @@ import msgspec
 from prometheus_client.parser import text_string_to_metric_families
 
 from svc.storage.events import EventRow, ch_time
+from tests import forked
 from tests.parallel import free_port as free_port  # re-exported: tests import it from here
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,7 +72,7 @@ class Server:
     env: dict[str, str] = field(default_factory=dict)
     port: int = 0
     admin_token: str = ""
-    proc: subprocess.Popen[bytes] | None = None
+    proc: forked.ForkedServer | None = None
     log_path: Path | None = None
     program: str = SERVE  # Python run with the port and the data directory
 
@@ -98,14 +99,10 @@ class Server:
         }
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}-server.log"
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-c", self.program, str(self.port), str(self.data_dir)],
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=str(ROOT),
-            )
+        # `python -c program port data_dir`, forked from a process that imported svc already
+        self.proc = forked.start(
+            self.program, [str(self.port), str(self.data_dir)], env, str(self.log_path), str(ROOT)
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
