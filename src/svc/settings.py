@@ -238,7 +238,7 @@ class Settings:
     )
     warm_up: bool = _setting(
         True,
-        "Load the geo data and the user-agent rules at start-up (about 1 s of CPU, beside the "
+        "Load the geo data and the user-agent rules at start-up (~0.8 s of CPU, beside the "
         "store's start), so that the first events do not wait for them. false: each is loaded "
         "by the first event that needs it (a loopback or private address needs no geo data).",
     )

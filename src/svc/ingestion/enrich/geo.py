@@ -177,10 +177,11 @@ def _normalise(ip: str) -> str | None:
 
 
 def _is_local(address: str) -> bool:
-    """Whether a normalised address is loopback or private (RFC 1918, IPv6 unique local), which
-    every data file leaves without a country: answered before the data is loaded, so that a
-    process that only ever sees such addresses (a test's, a service behind a proxy that does
-    not forward the client's) never loads it."""
+    """Whether a normalised address is loopback or private as :mod:`ipaddress` has it (RFC 1918,
+    link-local, unique local, documentation and the other special-purpose networks), which the
+    data leaves without a country (tests/enrich/test_geo.py checks each network): answered
+    before the data is loaded, so that a process that only ever sees such addresses (a
+    test's, a service behind a proxy that does not forward the client's) never loads it."""
     try:
         parsed = ipaddress.ip_address(address)
     except ValueError:
