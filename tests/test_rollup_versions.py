@@ -1,7 +1,8 @@
 """A day rolled up again keeps its older versions' rows while a reader may still use them
 (svc.storage.rollups.KEEP_OLD_VERSIONS) and deletes them from every rolled table after; a
 day's first rollup deletes nothing (it has no older version), and a day rolled up again
-leaves the other days' rows alone."""
+leaves the other days' rows alone. The DELETEs return at once and the engine applies them in
+the background: what is kept is read once no mutation is left to apply."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ NOON = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)
 DAYS = [NOON - timedelta(days=3), NOON - timedelta(days=4)]
 
 _SCRIPT = """
-import json, sys
+import json, sys, time
 from datetime import date
 from pathlib import Path
 from svc.settings import Settings
@@ -42,6 +43,11 @@ def counted(sql, *args, **kwargs):
 store.client.command = counted
 
 def kept():
+    # the DELETEs are applied in the background: wait for them (at most 60 s)
+    for _ in range(600):
+        if not store.query("SELECT count() FROM system.mutations WHERE NOT is_done")[0][0]:
+            break
+        time.sleep(0.1)
     return {
         table: store.query(
             f"SELECT session_day, groupUniqArray(version) FROM {table} "

@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 import time
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
 from svc.schema.dimensions import DIMENSIONS
 from svc.schema.measurements import COUNTED_SQL
@@ -378,6 +378,10 @@ _STALE_TABLES_SQL = " UNION ALL ".join(
 )
 
 
+#: A lightweight DELETE that returns once the engine has it, not once it is applied.
+_IN_THE_BACKGROUND: Final = {"lightweight_deletes_sync": 0}
+
+
 class Rollups:
     """Keeps ``session_rollups`` and ``rolled_sessions`` current; :meth:`refresh` is called
     now and then (the runtime's housekeeping), from a worker thread."""
@@ -523,13 +527,17 @@ class Rollups:
             parameters=params,
         )
         # Older versions go, once no reader can still be using one (a reader takes the
-        # current version, then reads its rows at once).
+        # current version, then reads its rows at once). The engine applies each DELETE in
+        # the background: no reader reads those rows, and waiting for it kept the pass
+        # 0.35-1.1 s a table on the 10M bench store (the wait is on the engine's background
+        # pool; the DELETE itself is ~60 ms of CPU).
         stale = {**params, "stale": version - int(KEEP_OLD_VERSIONS.total_seconds() * 1000)}
         for (table,) in self.store.query(_STALE_TABLES_SQL, stale):
             self.store.client.command(
                 f"DELETE FROM {table} WHERE project_id = {{project:String}} "
                 "AND session_day = {day:Date} AND version < {stale:UInt64}",
                 parameters=stale,
+                settings=_IN_THE_BACKGROUND,
             )
         self.days_computed += 1
 
