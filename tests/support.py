@@ -72,9 +72,12 @@ class Server:
     env: dict[str, str] = field(default_factory=dict)
     port: int = 0
     admin_token: str = ""
-    proc: forked.ForkedServer | None = None
+    proc: forked.ForkedServer | subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
     program: str = SERVE  # Python run with the port and the data directory
+    #: forked from a process that imported svc already (tests/forked.py); False: started as
+    #: the command ``python -c program port data_dir``
+    forked: bool = True
 
     @property
     def url(self) -> str:
@@ -99,10 +102,18 @@ class Server:
         }
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}-server.log"
-        # `python -c program port data_dir`, forked from a process that imported svc already
-        self.proc = forked.start(
-            self.program, [str(self.port), str(self.data_dir)], env, str(self.log_path), str(ROOT)
-        )
+        argv = [str(self.port), str(self.data_dir)]
+        if self.forked:
+            self.proc = forked.start(self.program, argv, env, str(self.log_path), str(ROOT))
+        else:
+            with open(self.log_path, "ab") as log:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-c", self.program, *argv],
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    cwd=str(ROOT),
+                )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
