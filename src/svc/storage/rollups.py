@@ -530,7 +530,7 @@ class Rollups:
         # current version, then reads its rows at once). The engine applies each DELETE in
         # the background: no reader reads those rows, and waiting for it kept the pass
         # 0.35-1.1 s a table on the 10M bench store (the wait is on the engine's background
-        # pool; the DELETE itself is ~60 ms of CPU).
+        # pool; the DELETE itself is 57-114 ms of CPU).
         stale = {**params, "stale": version - int(KEEP_OLD_VERSIONS.total_seconds() * 1000)}
         for (table,) in self.store.query(_STALE_TABLES_SQL, stale):
             self.store.client.command(
