@@ -225,6 +225,12 @@ def test_revenue_and_errors(server: Server) -> None:
         {"itemId": "sku1", "currency": "EUR", "quantity": 3.0, "revenue": 30.0},
         {"itemId": "sku2", "currency": "EUR", "quantity": 1.0, "revenue": 20.0},
     ]
+    # the filters of every report, on the events and on their sessions
+    for kept in ("page:is:/checkout", "source:is_not:google"):
+        assert get(server, p, "/metrics/revenue", filter=kept) == revenue, kept
+    for dropping in ("page:is:/elsewhere", "source:is:google"):
+        nothing = get(server, p, "/metrics/revenue", filter=dropping)
+        assert (nothing["currencies"], nothing["topItems"]) == ([], []), dropping
     errors = get(server, p, "/metrics/errors")
     assert (errors["errors"], errors["fatal"], errors["fatalShare"]) == (3, 1, "33.3%")
     assert errors["top"][0] == {

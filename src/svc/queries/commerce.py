@@ -1,9 +1,10 @@
 """Revenue from ``purchase`` events (GA4 shape: ``value``, ``currency``, ``transaction_id``,
 ``items``), and errors from ``exception`` events (``description``, ``fatal``).
 
-Both read ``report_events``, the copy of the events other than plain page views
-(storage/migrations/006 and 008), with the same WHERE as over the events: the same answers,
-without reading every event's properties."""
+Revenue reads ``purchases``, the purchase events with their figures in typed columns
+(storage/migrations/024); errors read ``report_events``, the copy of the events other than
+plain page views (storage/migrations/006 and 008). Both with the same WHERE as over the
+events: the same answers, without reading every event's properties."""
 
 from __future__ import annotations
 

@@ -56,6 +56,8 @@ LONG_SESSIONS_TABLE = "long_sessions"
 NEXT_DAY_SESSIONS_TABLE = "next_day_sessions"
 #: One row per page measurement (engagement, web_vitals) with typed figures (migrations/013).
 PAGE_MEASUREMENTS_TABLE = "page_measurements"
+#: One row per purchase event with its revenue, currency and items typed (migrations/024).
+PURCHASES_TABLE = "purchases"
 #: Every table that holds rows of a project (the rollups' tables: svc.storage.rollups).
 PROJECT_TABLES = (
     EVENTS_TABLE,
@@ -66,6 +68,7 @@ PROJECT_TABLES = (
     LONG_SESSIONS_TABLE,
     NEXT_DAY_SESSIONS_TABLE,
     PAGE_MEASUREMENTS_TABLE,
+    PURCHASES_TABLE,
     "session_rollups",
     "rolled_sessions",
     "visitor_steps",

@@ -645,14 +645,15 @@ def funnel_steps(
     )
 
 
-# GET /metrics/revenue and /metrics/errors: report_events, with the same WHERE ----------------
+# GET /metrics/revenue and /metrics/errors: with the same WHERE as over the events ---------------
 
 
 def revenue_currencies(plan: Plan, facts: Facts) -> Statement:
+    """Revenue and orders per currency, from the purchases' typed columns
+    (storage/migrations/024)."""
     return statement(
-        "SELECT upper(properties['currency']) AS currency, "
-        "sum(toFloat64OrZero(properties['value'])) AS revenue, count() AS orders "
-        f"FROM report_events WHERE {events_where(plan, facts)} AND name = 'purchase' "
+        "SELECT currency, sum(order_value) AS revenue, count() AS orders "
+        f"FROM purchases WHERE {events_where(plan, facts)} "
         "GROUP BY currency ORDER BY revenue DESC",
         plan,
         facts,
@@ -660,14 +661,13 @@ def revenue_currencies(plan: Plan, facts: Facts) -> Statement:
 
 
 def revenue_items(plan: Plan, facts: Facts, limit: int) -> Statement:
+    """The ``limit`` items of most revenue (price times quantity) per currency."""
     return statement(
-        "SELECT JSONExtractString(item, 'item_id') AS item_id, currency, "
-        "sum(if(JSONHas(item, 'quantity'), JSONExtractFloat(item, 'quantity'), 1)) AS quantity, "
-        "sum(JSONExtractFloat(item, 'price') * "
-        "if(JSONHas(item, 'quantity'), JSONExtractFloat(item, 'quantity'), 1)) AS revenue "
-        "FROM (SELECT upper(properties['currency']) AS currency, "
-        "arrayJoin(JSONExtractArrayRaw(properties['items'])) AS item "
-        f"FROM report_events WHERE {events_where(plan, facts)} AND name = 'purchase') "
+        "SELECT item_id, currency, sum(item_quantity) AS quantity, "
+        "sum(item_price * item_quantity) AS revenue FROM purchases "
+        "ARRAY JOIN item_ids AS item_id, item_quantities AS item_quantity, "
+        "item_prices AS item_price "
+        f"WHERE {events_where(plan, facts)} "
         "GROUP BY item_id, currency ORDER BY revenue DESC, item_id "
         "LIMIT {limit:UInt32}",
         plan,

@@ -40,6 +40,7 @@ RAW: tuple[Kept, ...] = (
     Kept("long_sessions", "session_day", partitioned=False),
     Kept("next_day_sessions", "session_day"),  # sessions across midnight (storage migration 21)
     Kept("page_measurements", "ts"),  # the page measurements' rows (storage migration 13)
+    Kept("purchases", "ts"),  # the purchase events' rows (storage migration 24)
 )
 
 #: The aggregates: the daily rollups and the hourly event figures. Kept
