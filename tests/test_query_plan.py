@@ -133,6 +133,22 @@ def test_one_event_name_may_be_read_from_its_rollup_rows() -> None:
     assert reads(one, Needs(rollups=True, one_value=True)).rolled == "rollups"
 
 
+def test_one_dropped_event_name_may_be_taken_from_its_rollup_rows() -> None:
+    assert planned("event:is_not:signup").dropped_event == "signup"
+    others = (
+        ("event:is_not:signup|click",),  # a session of both is dropped whole: no row has it
+        ("event:is_not:signup", "country:is:DE"),
+        ("event:is:signup",),
+        ("event:not_contains:sign",),
+        ("prop:plan:is_not:pro",),
+        ("event:is_not:page_view",),
+    )
+    for other in others:
+        assert planned(*other).dropped_event is None, other
+    one = planned("event:is_not:signup")
+    assert one.counting is Counting.DROPPED and one.drops_reported_events
+
+
 def test_a_plan_does_not_change() -> None:
     p = planned("prop:plan:is:pro")
     with pytest.raises(dataclasses.FrozenInstanceError):

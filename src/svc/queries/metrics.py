@@ -19,6 +19,7 @@ from svc.queries.shape import percent
 from svc.queries.sql import reports
 from svc.queries.sql import sessions as session_sql
 from svc.queries.sql import snapshots as snapshot_sql
+from svc.queries.sql.statement import Statement
 from svc.storage.events import EventStore
 
 
@@ -119,10 +120,11 @@ def _with_rollups(runner: Runner, p: Plan, facts: Facts) -> Metrics:
         summing.append(rolled)
     dropping = []  # with a filter that drops reported events: what it drops from rolled days
     if facts.rolled and p.filters:
-        dropping = [
-            session_sql.gone_sessions(p, facts, DIMENSIONS["source"]),
-            session_sql.dropped_events(p, facts),
-        ]
+        dropping = (
+            [session_sql.rollup_sums(p, facts, _dropped_dimensions(p.dropped_event))]
+            if p.dropped_event is not None
+            else _dropped_statements(p, facts)
+        )
     # the days neither rolled up nor snapshot from the session rows
     rest, *results = runner.together(reports.metrics(p, facts), *summing, *dropping)
     for row in (row for rows in results[: len(summing)] for row in rows):
@@ -138,8 +140,16 @@ def _with_rollups(runner: Runner, p: Plan, facts: Facts) -> Metrics:
         else:
             sources[row["src"]] = sources.get(row["src"], 0) + int(row["sessions"])
     if dropping:
-        gone, dropped = results[len(summing) :]
-        _take_dropped(runner, p, facts, result, sources, gone=gone, dropped=dropped[0])
+        read = results[len(summing) :]
+        if p.dropped_event is not None:
+            rows = read[0]
+            if _take_rolled_dropped(p.dropped_event, len(facts.rolled), result, sources, rows):
+                read = []
+            else:  # a rolled day lacks its ``event_only`` rows yet
+                read = runner.together(*_dropped_statements(p, facts))
+        if read:
+            gone, dropped = read
+            _take_dropped(runner, p, facts, result, sources, gone=gone, dropped=dropped[0])
     if not p.filters:  # the last day may be rolled up: its sessions' events after the end
         pageviews, events = facts.after_end(p)
         result.pageviews -= pageviews
@@ -201,6 +211,66 @@ def _with_event_rollups(runner: Runner, p: Plan, facts: Facts) -> Metrics | None
     return result
 
 
+def _dropped_statements(p: Plan, facts: Facts) -> list[Statement]:
+    """What the one dropping filter drops from the rolled days, from the session rows and
+    the report events: the sessions it drops whole (per source), and its page views and
+    events (:func:`_take_dropped`)."""
+    return [
+        session_sql.gone_sessions(p, facts, DIMENSIONS["source"]),
+        session_sql.dropped_events(p, facts),
+    ]
+
+
+def _dropped_dimensions(name: str) -> list[str]:
+    """The rollup rows of what ``event:is_not:<name>`` drops from a rolled day: the name's
+    ``event`` row (its events), its ``event_only`` row (the sessions of that name's events
+    alone, with the visitors who have no other session) and their sources, and the
+    ``event_only`` marker row (svc.storage.rollups)."""
+    return ["event", "event_only", f"event_only_source:{name}"]
+
+
+def _take_rolled_dropped(
+    name: str,
+    rolled_days: int,
+    result: Metrics,
+    sources: dict[str, int],
+    rows: list[dict[str, Any]],
+) -> bool:
+    """Take from the figures of the rolled days what ``event:is_not:<name>`` drops from them,
+    from their rollup rows (:func:`_dropped_dimensions`). False, and nothing taken, when a
+    rolled day lacks its ``event_only`` rows (rolled up before they existed, until
+    :meth:`svc.storage.rollups.Rollups.fill_added_rows` has run)."""
+    marked = sum(
+        int(r["sessions"]) for r in rows if (r["dimension"], r["value"]) == ("event_only", "")
+    )
+    if marked != rolled_days:
+        return False
+    for row in rows:
+        dimension, value = row["dimension"], row["value"]
+        if dimension == "event" and value == name:
+            result.pageviews -= int(row["pageviews"])
+            result.events -= int(row["events"])
+        elif dimension == "event_only" and value == name:
+            result.sessions -= int(row["sessions"])
+            result.bounces -= int(row["bounces"])
+            result.sessions_with_pageview -= int(row["sessions_with_pv"])
+            result.duration_ms -= int(row["duration_ms"])
+            result.visitors -= int(row["visitors"])
+        elif dimension != "event" and dimension != "event_only":  # the sources
+            _take_source(sources, value, int(row["sessions"]))
+    return True
+
+
+def _take_source(sources: dict[str, int], value: str, sessions: int) -> None:
+    """``sessions`` fewer of source ``value``; a source left with none goes (a rollup a late
+    event has not reached yet may lack the source)."""
+    left = sources.get(value, 0) - sessions
+    if left > 0:
+        sources[value] = left
+    else:
+        sources.pop(value, None)
+
+
 def _take_dropped(
     runner: Runner,
     p: Plan,
@@ -218,12 +288,7 @@ def _take_dropped(
     for row in gone:
         sessions = int(row["sessions"])
         if row["value"] != "":
-            # (a rollup a late event has not reached yet may lack the source)
-            left = sources.get(row["value"], 0) - sessions
-            if left > 0:
-                sources[row["value"]] = left
-            else:
-                sources.pop(row["value"], None)
+            _take_source(sources, row["value"], sessions)
         elif sessions:  # the ROLLUP row
             result.sessions -= sessions
             result.bounces -= int(row["bounces"])

@@ -193,6 +193,22 @@ class Plan:
         return None if f.values[0] in MEASUREMENTS else f.values[0]
 
     @property
+    def dropped_event(self) -> str | None:
+        """The name when the one filter is ``event:is_not`` one event name (a reported one:
+        :attr:`drops_reported_events`): the daily rollups hold per day that name's ``event``
+        row (the events it drops) and its ``event_only`` rows (the sessions it drops whole,
+        those whose every event has the name; svc.storage.rollups). None otherwise, and when
+        the range reaches before the project's raw events (as :attr:`rolled_event`)."""
+        if not self.drops_reported_events or self.drops_page_views:
+            return None
+        if self.days_before_raw is not None:
+            return None
+        f = self.filters[0]
+        if f.dimension.name != "event" or f.op != "is_not" or len(f.values) != 1 or f.params:
+            return None
+        return None if f.values[0] in MEASUREMENTS else f.values[0]
+
+    @property
     def may_read_rolled_sessions(self) -> bool:
         """Whether the rolled-up days' sessions may be read from ``rolled_sessions``: with
         filters on session dimensions and the page only."""

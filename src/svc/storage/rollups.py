@@ -18,7 +18,9 @@ next UTC day (sessions that cross midnight): with them the time series adds up t
 visitors of a span of days (svc.queries.series_visitors); and ``start_hour`` rows hold the
 totals' figures per UTC hour the day's sessions began in (an hourly series' sessions), and
 ``event_source:<name>`` rows the sessions with an event of that name per source (GET /metrics
-under ``event:is:<name>``; their ``event_source`` marker row's ``sessions`` is 1). Days
+under ``event:is:<name>``; their ``event_source`` marker row's ``sessions`` is 1), and
+``event_only`` rows the sessions whose every event has one name (GET /metrics under
+``event:is_not:<name>`` takes them away; marker row ``event_only``, ''). Days
 rolled up before those rows existed get them once, under their current version, at the
 first pass after start (:meth:`Rollups.fill_added_rows`): small statements a day (1.2 s for
 the ``next_day`` rows of the 30 days of a 100M-event project), not the day's whole rollup.
@@ -235,6 +237,57 @@ _EVENT_NAME_SQLS = {
 }
 _EVENT_SOURCE_SQLS = {long: _event_name_sqls(long, ("event_source",)) for long in (False, True)}
 
+
+def _event_only_sqls(long: bool) -> tuple[str, str]:
+    """The ``event_only`` rows of a day: per event name (not ``page_view``), the day's
+    sessions whose every counted event has that name (dimension ``event_only``, the name as
+    the value), with what GET /metrics under ``event:is_not:<name>`` takes from the day's
+    totals for them: sessions, events, duration (no page views, so no bounces), and the
+    visitors every session of whom that day is such a session (a visitor with another
+    session keeps counting); and the same sessions per source (dimension
+    ``event_only_source:<name>``). Then the marker row (``event_only``, '') that says the
+    day has those rows, whose ``sessions`` is 1. Only sessions without page views can be
+    such, and their visitors' other sessions are counted over the day's sessions once."""
+    source = rollup_dimensions()["source"]
+    names = (
+        "SELECT session_id, toString(name) AS value, count() AS ev FROM report_events "
+        f"WHERE {_day_events(long)} AND name != 'page_view' GROUP BY session_id, value"
+    )
+    sessions = (
+        "SELECT session_id, visitor_id, events, dur, source, visitor_sessions FROM ("
+        "SELECT session_id, visitor_id, pageviews, events, "
+        f"dateDiff('millisecond', first_ts, last_ts) AS dur, {source} AS source, "
+        "count() OVER (PARTITION BY visitor_id) AS visitor_sessions "
+        "FROM sessions FINAL WHERE project_id = {project:String} AND session_day = {day:Date}"
+        ") WHERE pageviews = 0"
+    )
+    only = (
+        "SELECT p.value AS value, p.ev AS ev, s.dur AS dur, s.source AS source, "
+        "s.visitor_id AS visitor_id, s.visitor_sessions AS visitor_sessions, "
+        "count() OVER (PARTITION BY p.value, s.visitor_id) AS only_sessions "
+        f"FROM ({names}) AS p INNER JOIN ({sessions}) AS s "
+        "ON s.session_id = p.session_id AND s.events = p.ev"
+    )
+    rows = f"""
+INSERT INTO session_rollups
+SELECT {{project:String}}, dv.1 AS dimension_name, {{day:Date}}, dv.2 AS name_value,
+    count(), 0, sum(ev), 0, 0, sum(dur),
+    uniqExactIf(visitor_id, only_sessions = visitor_sessions), {{version:UInt64}}
+FROM ({only})
+ARRAY JOIN [('event_only', value), (concat('event_only_source:', value), toString(source))] AS dv
+GROUP BY dimension_name, name_value
+"""
+    marker = (
+        "INSERT INTO session_rollups (project_id, dimension, session_day, value, sessions, "
+        "version) VALUES ({project:String}, 'event_only', {day:Date}, '', 1, {version:UInt64})"
+    )
+    return rows, marker
+
+
+#: _event_only_sqls for a day without long sessions, and for one with them.
+_EVENT_ONLY_SQLS = {long: _event_only_sqls(long) for long in (False, True)}
+
+
 #: A day's long sessions: their ids, and their first and last events outside the day and the
 #: next (storage/migrations/012).
 _LONG_SESSIONS_SQL = (
@@ -353,7 +406,13 @@ _VISITOR_STEPS_SQLS = {long: _visitor_steps_sqls(long) for long in (False, True)
 
 #: The rows added to the rollups after days were rolled up without them, and the marker row
 #: (dimension, value) of each that every day rolled up since has.
-_ADDED_ROWS = (("next_day", ""), ("start_hour", ""), ("event_source", ""), ("visitor_steps", ""))
+_ADDED_ROWS = (
+    ("next_day", ""),
+    ("start_hour", ""),
+    ("event_source", ""),
+    ("visitor_steps", ""),
+    ("event_only", ""),
+)
 
 #: The current version of every rolled-up day without the marker row ``{dimension}``,
 #: ``{value}`` (rolled up before the rollups had those rows).
@@ -452,7 +511,8 @@ class Rollups:
         return {str(p): as_date(d) for p, d in rows}
 
     def fill_added_rows(self) -> int:
-        """Write the ``next_day``, ``start_hour`` and ``event_source`` rows of every rolled-up
+        """Write the ``next_day``, ``start_hour``, ``event_source``, ``visitor_steps`` and
+        ``event_only`` rows of every rolled-up
         day that lacks them (rolled up before the rollups had them), under its current version,
         but the days whose sessions retention deleted. Once per start, before the first pass.
         How many days got rows."""
@@ -477,6 +537,9 @@ class Rollups:
                 elif dimension == "visitor_steps":
                     params = self._long_params(params)
                     sqls = _VISITOR_STEPS_SQLS["long_ids" in params]
+                elif dimension == "event_only":
+                    params = self._long_params(params)
+                    sqls = _EVENT_ONLY_SQLS["long_ids" in params]
                 else:
                     sqls = _START_HOUR_SQLS
                 with self.store.write_lock:
@@ -513,7 +576,7 @@ class Rollups:
             locked = time.perf_counter()
             self.store.client.command(self._sql, parameters=params)
             self.store.client.command(_PAGE_DAY_SQL, parameters=params)
-            for sql in (*_EVENT_NAME_SQLS[long], *_EVENT_DAY_SQLS[long]):
+            for sql in (*_EVENT_NAME_SQLS[long], *_EVENT_ONLY_SQLS[long], *_EVENT_DAY_SQLS[long]):
                 self.store.client.command(sql, parameters=params)
             self.store.client.command(_SESSIONS_DAY_SQL, parameters=params)
             self.store.client.command(_PATHS_DAY_SQL, parameters=params)
