@@ -1,8 +1,8 @@
 -- One row per `purchase` event, with its revenue, currency and items in typed columns, for
 -- GET /metrics/revenue (svc.queries.commerce). The report read them from `report_events`, and
 -- there the `properties` map of every reported event: over 30 days of 100M events (15M
--- reported events, 3M purchases) 0.9-1.0 s for each of its two statements. Here it reads the
--- purchases alone, and no map.
+-- reported events, 2.1M purchases) 0.9-1.0 s for each of its two statements. Here it reads
+-- the purchases alone, and no map.
 --
 -- The event's columns are those of `events` (the filters of every report apply as they are),
 -- ordered as there; a column added to `events` must be added here too (as to report_events
@@ -37,7 +37,9 @@ FROM events_in
 WHERE name = 'purchase';
 
 -- The purchases stored before (emptied first: a crash before this migration is recorded runs
--- it again; nothing is inserted while the migrations run).
+-- it again; nothing is inserted while the migrations run). Written in blocks of at most 100,000
+-- rows or 32 MiB: with ClickHouse's defaults (1M rows, 256 MiB) the copy of the 100M bench
+-- store's 2.1M purchases peaked at 1.16 GB resident, with these at 0.53 GB (13.5 s, not 19).
 TRUNCATE TABLE purchases;
 
 INSERT INTO purchases
@@ -50,4 +52,5 @@ SELECT *,
     arrayMap(i -> JSONExtractFloat(i, 'price'), JSONExtractArrayRaw(properties['items']))
 FROM events
 WHERE name = 'purchase'
-SETTINGS insert_deduplicate = 0
+SETTINGS insert_deduplicate = 0, min_insert_block_size_rows = 100000,
+    min_insert_block_size_bytes = 33554432
