@@ -661,7 +661,8 @@ def revenue_currencies(plan: Plan, facts: Facts) -> Statement:
 
 
 def revenue_items(plan: Plan, facts: Facts, limit: int) -> Statement:
-    """The ``limit`` items of most revenue (price times quantity) per currency."""
+    """The ``limit`` (item, currency) pairs of most revenue (price times quantity), from the
+    purchases' typed items."""
     return statement(
         "SELECT item_id, currency, sum(item_quantity) AS quantity, "
         "sum(item_price * item_quantity) AS revenue FROM purchases "
