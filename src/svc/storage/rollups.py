@@ -167,6 +167,25 @@ _PAGE_DAY_SQL = _per_value_sql(
 _EVENT_DAY_SQLS = {False: _event_day_sqls(False), True: _event_day_sqls(True)}
 
 
+def _event_names_sql(long: bool) -> str:
+    """Per session of a day and name of its events other than page views (from the report
+    events): ``session_id``, ``value`` (the name) and ``ev`` (how many)."""
+    return (
+        "SELECT session_id, toString(name) AS value, count() AS ev FROM report_events "
+        f"WHERE {_day_events(long)} AND name != 'page_view' GROUP BY session_id, value"
+    )
+
+
+def _counted_marker_sql(dimension: str) -> str:
+    """The marker row (``dimension``, '') that says a day has its ``dimension`` rows, whose
+    ``sessions`` is 1: a reader sums it over the rolled days to count the days that have them."""
+    return (
+        "INSERT INTO session_rollups (project_id, dimension, session_day, value, sessions, "
+        f"version) VALUES ({{project:String}}, '{dimension}', {{day:Date}}, '', 1, "
+        "{version:UInt64})"
+    )
+
+
 def _event_name_sqls(long: bool, dimensions: tuple[str, ...]) -> tuple[str, ...]:
     """The rows of the event names of a day in ``dimensions``: ``event`` (per name, the
     day's sessions with an event of that name, as a breakdown by the event name counts them:
@@ -190,10 +209,7 @@ def _event_name_sqls(long: bool, dimensions: tuple[str, ...]) -> tuple[str, ...]
         )
 
     source = rollup_dimensions()["source"]
-    names = (
-        "SELECT session_id, toString(name) AS value, count() AS ev FROM report_events "
-        f"WHERE {_day_events(long)} AND name != 'page_view' GROUP BY session_id, value"
-    )
+    names = _event_names_sql(long)
     joined = (
         f"SELECT p.value AS value, p.ev AS ev, s.source AS source, s.pageviews AS pageviews, "
         "s.events AS events, s.dur AS dur, s.visitor_id AS visitor_id "
@@ -222,11 +238,7 @@ GROUP BY dimension_name, name_value
 """
     if "event_source" not in dimensions:
         return others, views
-    marker = (
-        "INSERT INTO session_rollups (project_id, dimension, session_day, value, sessions, "
-        "version) VALUES ({project:String}, 'event_source', {day:Date}, '', 1, {version:UInt64})"
-    )
-    return others, views, marker
+    return others, views, _counted_marker_sql("event_source")
 
 
 #: _event_name_sqls of both dimensions (a day's rollup), and of ``event_source`` alone (a day
@@ -238,7 +250,7 @@ _EVENT_NAME_SQLS = {
 _EVENT_SOURCE_SQLS = {long: _event_name_sqls(long, ("event_source",)) for long in (False, True)}
 
 
-def _event_only_sqls(long: bool) -> tuple[str, str]:
+def _event_only_sqls(long: bool) -> tuple[str, ...]:
     """The ``event_only`` rows of a day: per event name (not ``page_view``), the day's
     sessions whose every counted event has that name (dimension ``event_only``, the name as
     the value), with what GET /metrics under ``event:is_not:<name>`` takes from the day's
@@ -249,10 +261,7 @@ def _event_only_sqls(long: bool) -> tuple[str, str]:
     day has those rows, whose ``sessions`` is 1. Only sessions without page views can be
     such, and their visitors' other sessions are counted over the day's sessions once."""
     source = rollup_dimensions()["source"]
-    names = (
-        "SELECT session_id, toString(name) AS value, count() AS ev FROM report_events "
-        f"WHERE {_day_events(long)} AND name != 'page_view' GROUP BY session_id, value"
-    )
+    names = _event_names_sql(long)
     sessions = (
         "SELECT session_id, visitor_id, events, dur, source, visitor_sessions FROM ("
         "SELECT session_id, visitor_id, pageviews, events, "
@@ -277,11 +286,7 @@ FROM ({only})
 ARRAY JOIN [('event_only', value), (concat('event_only_source:', value), toString(source))] AS dv
 GROUP BY dimension_name, name_value
 """
-    marker = (
-        "INSERT INTO session_rollups (project_id, dimension, session_day, value, sessions, "
-        "version) VALUES ({project:String}, 'event_only', {day:Date}, '', 1, {version:UInt64})"
-    )
-    return rows, marker
+    return rows, _counted_marker_sql("event_only")
 
 
 #: _event_only_sqls for a day without long sessions, and for one with them.
@@ -414,6 +419,16 @@ _ADDED_ROWS = (
     ("event_only", ""),
 )
 
+#: The statements that write each kind of :data:`_ADDED_ROWS` that reads the day's events, for
+#: a day without long sessions and for one with them (the ``start_hour`` rows read the
+#: sessions alone: :data:`_START_HOUR_SQLS`).
+_ADDED_SQLS: dict[str, dict[bool, tuple[str, ...]]] = {
+    "next_day": {long: (_NEXT_DAY_SQLS[long],) for long in (False, True)},
+    "event_source": _EVENT_SOURCE_SQLS,
+    "visitor_steps": _VISITOR_STEPS_SQLS,
+    "event_only": _EVENT_ONLY_SQLS,
+}
+
 #: The current version of every rolled-up day without the marker row ``{dimension}``,
 #: ``{value}`` (rolled up before the rollups had those rows).
 _WITHOUT_SQL = (
@@ -528,18 +543,9 @@ class Rollups:
             ]
             for project_id, day, version in sorted(days):
                 params = {"project": project_id, "day": day, "version": version}
-                if dimension == "next_day":
+                if dimension in _ADDED_SQLS:
                     params = self._long_params(params)
-                    sqls: tuple[str, ...] = (_NEXT_DAY_SQLS["long_ids" in params],)
-                elif dimension == "event_source":
-                    params = self._long_params(params)
-                    sqls = _EVENT_SOURCE_SQLS["long_ids" in params]
-                elif dimension == "visitor_steps":
-                    params = self._long_params(params)
-                    sqls = _VISITOR_STEPS_SQLS["long_ids" in params]
-                elif dimension == "event_only":
-                    params = self._long_params(params)
-                    sqls = _EVENT_ONLY_SQLS["long_ids" in params]
+                    sqls = _ADDED_SQLS[dimension]["long_ids" in params]
                 else:
                     sqls = _START_HOUR_SQLS
                 with self.store.write_lock:
