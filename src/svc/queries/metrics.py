@@ -51,6 +51,16 @@ class Metrics:
         self.duration_ms += int(row["duration_ms"])
         self.visitors += int(row["visitors"])
 
+    def take_sessions(self, row: dict[str, Any], visitors: int) -> None:
+        """Take away the sessions of a row of totals (``sessions``, ``bounces``,
+        ``sessions_with_pv``, ``duration_ms``) and ``visitors`` of theirs: sessions a filter
+        drops whole. Their page views and events are taken by the caller."""
+        self.sessions -= int(row["sessions"])
+        self.bounces -= int(row["bounces"])
+        self.sessions_with_pageview -= int(row["sessions_with_pv"])
+        self.duration_ms -= int(row["duration_ms"])
+        self.visitors -= visitors
+
     def to_json(self) -> dict[str, Any]:
         return {
             "pageviews": self.pageviews,
@@ -251,11 +261,7 @@ def _take_rolled_dropped(
             result.pageviews -= int(row["pageviews"])
             result.events -= int(row["events"])
         elif dimension == "event_only" and value == name:
-            result.sessions -= int(row["sessions"])
-            result.bounces -= int(row["bounces"])
-            result.sessions_with_pageview -= int(row["sessions_with_pv"])
-            result.duration_ms -= int(row["duration_ms"])
-            result.visitors -= int(row["visitors"])
+            result.take_sessions(row, visitors=int(row["visitors"]))
         elif dimension != "event" and dimension != "event_only":  # the sources
             _take_source(sources, value, int(row["sessions"]))
     return True
@@ -290,9 +296,5 @@ def _take_dropped(
         if row["value"] != "":
             _take_source(sources, row["value"], sessions)
         elif sessions:  # the ROLLUP row
-            result.sessions -= sessions
-            result.bounces -= int(row["bounces"])
-            result.sessions_with_pageview -= int(row["sessions_with_pv"])
-            result.duration_ms -= int(row["duration_ms"])
             kept = runner.named(session_sql.kept_visitors(p, facts))[0]["visitors"]
-            result.visitors -= int(row["visitors"]) - int(kept)
+            result.take_sessions(row, visitors=int(row["visitors"]) - int(kept))
