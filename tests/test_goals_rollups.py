@@ -57,6 +57,7 @@ FUNNELS = [
     (["page:/pricing", "event:signup"], 1800),
     (["page:/a", "page:/pricing", "event:signup"], 3600),
     (["page:/", "page:/pricing"], 1800),
+    (["page:/docs", "page:/", "page:/pricing"], 1800),
 ]
 
 
@@ -198,6 +199,12 @@ out = {}
 read("before")
 out["rolled_days"] = Rollups(store).refresh()
 out["steps_days"] = steps_days()
+# the rows of the step keys (storage/migrations/025)
+out["step_visitors"] = store.query(
+    "SELECT toString(session_day), version, value, visitors FROM session_rollups "
+    "WHERE dimension = 'step_visitors'")
+out["visitor_steps"] = store.query(
+    "SELECT toString(session_day), version, keys, rank_key FROM visitor_steps")
 read("rolled")
 # a day rolled up before visitor_steps existed: its events are read, until its rows are filled
 old = sys.argv[6]
@@ -210,6 +217,14 @@ read("old")
 out["filled_days"] = Rollups(store).fill_added_rows()
 out["steps_days_filled"] = steps_days()
 read("filled")
+# migration 25 once more: visitor_steps made again empty, its markers gone, until a fill
+store.client.command("DELETE FROM svc_migrations WHERE version = 25")
+store.migrate()
+out["steps_days_migrated"] = steps_days()
+out["steps_rows_migrated"] = store.query("SELECT count() FROM visitor_steps")[0][0]
+read("migrated")
+out["refilled_days"] = Rollups(store).fill_added_rows()
+read("refilled")
 store.close()
 print(json.dumps(out))
 """
@@ -323,9 +338,38 @@ def test_every_rolled_day_has_its_visitor_steps_and_an_old_one_gets_them(
     assert read["steps_days_old"] == read["rolled_days"] - 1
     assert read["filled_days"] == 1
     assert read["steps_days_filled"] == read["rolled_days"]
+    # storage migration 25 makes the table again: every day's rows are written anew
+    assert (read["steps_days_migrated"], read["steps_rows_migrated"]) == (0, 0)
+    assert read["refilled_days"] == read["rolled_days"]
 
 
-@pytest.mark.parametrize("tag", ["before", "rolled", "old", "filled"])
+def test_the_step_rows_count_the_visitors_with_each_key_and_rank_them(
+    read: dict[str, Any],
+) -> None:
+    """A day's ``step_visitors`` row of a key is how many of its ``visitor_steps`` rows have
+    the key; a row's ``rank_key`` holds the ranks of its distinct keys among the day's, most
+    visitors first (a tie by the key's text), the four smallest in ascending order, 16 bits
+    each."""
+    counts: dict[tuple[str, int], dict[str, int]] = {}
+    for day_, version, value, visitors in read["step_visitors"]:
+        counts.setdefault((day_, version), {})[value] = visitors
+    assert len(counts) == read["rolled_days"]
+    seen: dict[tuple[str, int], dict[str, int]] = {}
+    several = 0
+    for day_, version, keys, rank_key in read["visitor_steps"]:
+        day_counts = counts[(day_, version)]
+        order = sorted(day_counts, key=lambda v: (-day_counts[v], v))
+        ranks = [*sorted({order.index(str(k)) for k in keys}), 0, 0, 0][:4]
+        assert rank_key == sum(r << (16 * (3 - i)) for i, r in enumerate(ranks)), (day_, keys)
+        several += len(set(keys)) > 1
+        for k in set(keys):
+            seen.setdefault((day_, version), {}).setdefault(str(k), 0)
+            seen[(day_, version)][str(k)] += 1
+    assert seen == counts
+    assert several > 0
+
+
+@pytest.mark.parametrize("tag", ["before", "rolled", "old", "filled", "migrated", "refilled"])
 def test_the_funnels_count_what_was_sent(read: dict[str, Any], tag: str) -> None:
     """Before the rollups from the events; after, the rolled days from visitor_steps (the
     day before the range, its last day, the long sessions' days, other zones: their events

@@ -19,8 +19,10 @@ seconds of the first step (ClickHouse ``windowFunnel``), read from the report ev
 every step is an event other than a page view (:func:`reports.funnel`). Over more visitors
 than ``SVC_FUNNEL_PASS_VISITORS`` (as the rollups count them), without filters and with
 steps of whole paths and event names, the rolled days are read from ``visitor_steps``
-(:func:`reports.funnel_steps`: windowFunnel per visitor's row, no GROUP BY of millions of
-visitors), the other days' sessions from the events; else in passes by session day.
+(:func:`reports.funnel_step_levels`: windowFunnel per visitor's row, no GROUP BY of
+millions of visitors, for those with the first two steps; those with a first step counted
+per day, :func:`reports.funnel_step_firsts`), the other days' sessions from the events;
+else in passes by session day.
 """
 
 from __future__ import annotations
@@ -157,10 +159,15 @@ def query_funnel(
     facts = _step_days(p, runner, targets) if visitors > per_pass else Facts()
     if facts.rolled:  # the rolled days from visitor_steps, beside the others' events
         edges = _edge_days(p, facts)
-        results = runner.together(
-            reports.funnel_steps(p, facts.rolled, edges, targets, window_seconds),
+        levels, firsts, others = runner.together(
+            reports.funnel_step_levels(p, facts.rolled, edges, targets, window_seconds),
+            reports.funnel_step_firsts(p, facts.rolled, edges, targets),
             reports.funnel(p, facts, targets, window_seconds),
         )
+        # those with a first step and no later level are at level 1
+        past_first = sum(int(r["visitors"]) for r in levels)
+        first_only = int(firsts[0]["visitors"] or 0) - past_first
+        results = [levels, [{"level": 1, "visitors": first_only}], others]
     else:  # the passes one after the other: each holds its visitors' states
         passes: tuple[FunnelPass | None, ...] = _passes(p, runner, visitors, per_pass)
         results = [

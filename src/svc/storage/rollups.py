@@ -390,15 +390,38 @@ GROUP BY hour
 
 
 def _visitor_steps_sqls(long: bool) -> tuple[str, ...]:
-    """The ``visitor_steps`` rows of a day (storage/migrations/017): per visitor of its
-    sessions, the time and step key of each of their counted events; then the marker row
-    (``visitor_steps``, '') that says the day has them."""
+    """The ``visitor_steps`` rows of a day (storage/migrations/017 and 025): first, per step
+    key, how many visitors of its sessions have it (session_rollups' ``step_visitors`` rows:
+    the value the key, ``visitors``); then per visitor the time and step key of each of
+    their counted events, and the ranks of their four most common distinct keys by those
+    counts (0 the most common), in ascending order, 16 bits each (``rank_key``: the table is
+    sorted by it); then the marker row (``visitor_steps``, '') that says the day has them."""
+    day_events = f"FROM events WHERE {_day_events(long)} AND {COUNTED_SQL}"
+    # the day's keys, most visitors first (max: a pass that wrote the rows twice counts once)
+    ranked = (
+        "SELECT groupArray(toUInt32(value)) FROM (SELECT value, max(visitors) AS v "
+        "FROM session_rollups WHERE project_id = {project:String} "
+        "AND dimension = 'step_visitors' AND session_day = {day:Date} "
+        "AND version = {version:UInt64} GROUP BY value ORDER BY v DESC, value)"
+    )
     return (
         f"""
-INSERT INTO visitor_steps
+INSERT INTO session_rollups (project_id, dimension, session_day, value, visitors, version)
+SELECT {{project:String}}, 'step_visitors', {{day:Date}}, toString({STEP_KEY_SQL}) AS key,
+    uniqExact(visitor_id), {{version:UInt64}}
+{day_events}
+GROUP BY key
+""",
+        f"""
+INSERT INTO visitor_steps (project_id, session_day, version, visitor_id, ts, keys, rank_key)
+WITH ({ranked}) AS ranked
 SELECT {{project:String}}, {{day:Date}}, {{version:UInt64}}, visitor_id,
-    groupArray(toDateTime(ts, 'UTC')), groupArray({STEP_KEY_SQL})
-FROM events WHERE {_day_events(long)} AND {COUNTED_SQL}
+    groupArray(toDateTime(ts, 'UTC')), groupArray({STEP_KEY_SQL}) AS step_keys,
+    arrayFold((packed, rank) -> packed * 65536 + least(rank, 65535), arrayResize(
+        arraySort(arrayDistinct(arrayMap(k -> toUInt32(transform(k, ranked,
+            range(toUInt32(length(ranked))), toUInt32(4294967295))), step_keys))), 4, 0),
+        toUInt64(0))
+{day_events}
 GROUP BY visitor_id
 """,
         "INSERT INTO session_rollups (project_id, dimension, session_day, value, version) "

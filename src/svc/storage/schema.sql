@@ -1,7 +1,7 @@
--- The tables and views as storage/migrations/ up to 024 leave them, for
+-- The tables and views as storage/migrations/ up to 025 leave them, for
 -- a new store (svc.storage.schema). Written by `python -m svc.storage.write_schema`:
 -- do not edit, add a migration and write this file again.
--- version 24
+-- version 25
 
 CREATE TABLE IF NOT EXISTS event_hours (`project_id` LowCardinality(String), `hour` DateTime('UTC'), `pageviews` SimpleAggregateFunction(sum, UInt64), `events` SimpleAggregateFunction(sum, UInt64), `visitors` AggregateFunction(uniqExact, UInt64)) ENGINE = AggregatingMergeTree PARTITION BY toYYYYMM(hour) ORDER BY (project_id, hour) SETTINGS non_replicated_deduplication_window = 100000, index_granularity = 8192;
 
@@ -39,7 +39,7 @@ CREATE TABLE IF NOT EXISTS snapshot_sums (`project_id` LowCardinality(String), `
 
 CREATE TABLE IF NOT EXISTS usage_months (`project_id` LowCardinality(String), `month` Date, `events` SimpleAggregateFunction(sum, UInt64)) ENGINE = AggregatingMergeTree ORDER BY (project_id, month) SETTINGS non_replicated_deduplication_window = 100000, index_granularity = 8192;
 
-CREATE TABLE IF NOT EXISTS visitor_steps (`project_id` LowCardinality(String), `session_day` Date, `version` UInt64, `visitor_id` UInt64, `ts` Array(DateTime('UTC')), `keys` Array(UInt32)) ENGINE = MergeTree PARTITION BY toYYYYMM(session_day) ORDER BY (project_id, session_day, version, visitor_id) SETTINGS index_granularity = 8192;
+CREATE TABLE IF NOT EXISTS visitor_steps (`project_id` LowCardinality(String), `session_day` Date, `version` UInt64, `visitor_id` UInt64, `ts` Array(DateTime('UTC')), `keys` Array(UInt32), `rank_key` UInt64) ENGINE = MergeTree PARTITION BY toYYYYMM(session_day) ORDER BY (project_id, session_day, version, rank_key) SETTINGS index_granularity = 8192;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS event_hours_mv TO event_hours (`project_id` LowCardinality(String), `hour` DateTime('UTC'), `pageviews` UInt64, `events` UInt64, `visitors` AggregateFunction(uniqExact, UInt64)) AS SELECT project_id, toStartOfHour(ts) AS hour, countIf(name = 'page_view') AS pageviews, count() AS events, uniqExactState(visitor_id) AS visitors FROM events_in WHERE name NOT IN ('engagement', 'web_vitals') GROUP BY project_id, hour;
 

@@ -523,7 +523,7 @@ def funnel(
         if part.last_day is not None:
             within += " AND toDate(session_start) <= {pass_last:Date}"
             own["pass_last"] = part.last_day
-    if facts.rolled:  # those days' visitors are read from visitor_steps (funnel_steps)
+    if facts.rolled:  # those days' visitors are read from visitor_steps (funnel_step_levels)
         within += f" AND {of_unrolled_days()}"
     custom = all(kind == "event" and target != "page_view" for kind, target in steps)
     table = "report_events" if custom else "events"
@@ -593,55 +593,89 @@ def step_collisions(
     )
 
 
-def funnel_steps(
+_INSIDE = (
+    "x >= toDateTime({start:DateTime64(3, 'UTC')}, 'UTC') "
+    "AND x < toDateTime({end:DateTime64(3, 'UTC')}, 'UTC')"
+)
+
+
+def _steps_params(
+    plan: Plan, days: Sequence[tuple[date, int]], edge_days: Sequence[date], own: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "project": plan.project_id,
+        "start": plan.params["start"],
+        "end": plan.params["end"],
+        "days": list(days),
+        "edge_days": list(edge_days),
+        **own,
+    }
+
+
+def funnel_step_levels(
     plan: Plan,
     days: Sequence[tuple[date, int]],
     edge_days: Sequence[date],
     steps: Sequence[tuple[str, str]],
     window_seconds: int,
 ) -> Statement:
-    """Per level reached, its visitors, over the visitors of ``days`` (rolled up, with their
-    ``visitor_steps`` rows): ClickHouse's windowFunnel over each visitor's events
-    (``arrayReduce``: the same function as :func:`funnel`'s, per row), for those with a first
-    step and a later one; a visitor with a first step alone is at level 1. On ``edge_days``
-    (the day before the range, its last, the days of long sessions that cross an end) a
-    visitor's events outside the range are left out first.
+    """Per level from 2 up, its visitors, over the visitors of ``days`` (rolled up, with
+    their ``visitor_steps`` rows) who have a first step and a second (no other gets past
+    level 1): ClickHouse's windowFunnel over each visitor's events (``arrayReduce``: the
+    same function as :func:`funnel`'s, per row). On ``edge_days`` (the day before the
+    range, its last, the days of long sessions that cross an end) a visitor's events
+    outside the range are left out first. Level 1: :func:`funnel_step_firsts` less these.
 
-    Over 30 days of 100M events (29.5M visitors, 100M events, 760 MB): ~1.8 s, of which
-    reading the keys and finding the 13M visitors with a first step ~0.7 s; 4.3-4.9 s by the
-    events in five passes."""
+    The rows are sorted by their keys' ranks (storage/migrations/025): the visitors with two
+    common steps lie in few granules, and those with a rare one are few. Over 30 days of
+    100M events (29M visitors), `/` then `/pricing` (3.8M visitors with both): 0.7-1.0 s
+    alone on a loaded host, of which windowFunnel ~0.5 s (1.9-2.0 s sorted by visitor)."""
     keys, own = _step_keys(steps)
-    inside = (
-        "x >= toDateTime({start:DateTime64(3, 'UTC')}, 'UTC') "
-        "AND x < toDateTime({end:DateTime64(3, 'UTC')}, 'UTC')"
-    )
     conditions = ", ".join(f"arrayMap(y -> y = {k}, k)" for k in keys)
-    later = f"hasAny(k, [{', '.join(keys[1:])}])"
+    funnel = (
+        f"arrayReduce(concat('windowFunnel(', toString({{window:UInt64}}), ')'), t, {conditions})"
+    )
     of_days = (
         "FROM visitor_steps WHERE project_id = {project:String} "
         "AND (session_day, version) IN {days:Array(Tuple(Date, UInt64))} "
-        f"AND has(keys, {keys[0]}) AND session_day"
+        f"AND has(keys, {keys[0]}) AND has(keys, {keys[1]}) AND session_day"
     )
     # the edge days' rows apart: an if() per row over all of them cost ~0.25 s at 100M
     rows = (
         f"SELECT ts AS t, keys AS k {of_days} NOT IN {{edge_days:Array(Date)}} UNION ALL "
-        f"SELECT arrayFilter(x -> {inside}, ts) AS t, "
-        f"arrayFilter((y, x) -> {inside}, keys, ts) AS k {of_days} IN {{edge_days:Array(Date)}}"
+        f"SELECT arrayFilter(x -> {_INSIDE}, ts) AS t, "
+        f"arrayFilter((y, x) -> {_INSIDE}, keys, ts) AS k {of_days} IN {{edge_days:Array(Date)}}"
     )
     return Statement(
-        "SELECT level, count() AS visitors FROM ("
-        f"SELECT if({later}, arrayReduce(concat('windowFunnel(', toString({{window:UInt64}}), "
-        f"')'), t, {conditions}), has(k, {keys[0]})) AS level FROM ({rows})) "
-        "WHERE level > 0 GROUP BY level",
-        {
-            "window": window_seconds,
-            "project": plan.project_id,
-            "start": plan.params["start"],
-            "end": plan.params["end"],
-            "days": list(days),
-            "edge_days": list(edge_days),
-            **own,
-        },
+        f"SELECT level, count() AS visitors FROM (SELECT {funnel} AS level FROM ({rows})) "
+        "WHERE level > 1 GROUP BY level",
+        _steps_params(plan, days, edge_days, {"window": window_seconds, **own}),
+    )
+
+
+def funnel_step_firsts(
+    plan: Plan,
+    days: Sequence[tuple[date, int]],
+    edge_days: Sequence[date],
+    steps: Sequence[tuple[str, str]],
+) -> Statement:
+    """How many visitors of ``days`` have a first step in the range (``visitors``): on the
+    days inside it from their ``step_visitors`` rows (the visitors per step key,
+    storage/migrations/025), on ``edge_days`` from ``visitor_steps``, their events in the
+    range alone."""
+    keys, own = _step_keys(steps)
+    return Statement(
+        "SELECT sum(v) AS visitors FROM ("
+        # max: a day whose rows were written twice (a pass cut short) counts them once
+        "SELECT max(visitors) AS v FROM session_rollups WHERE project_id = {project:String} "
+        "AND dimension = 'step_visitors' AND value = toString("
+        f"{keys[0]}) AND (session_day, version) IN {{days:Array(Tuple(Date, UInt64))}} "
+        "AND session_day NOT IN {edge_days:Array(Date)} GROUP BY session_day UNION ALL "
+        "SELECT count() FROM visitor_steps WHERE project_id = {project:String} "
+        "AND (session_day, version) IN {days:Array(Tuple(Date, UInt64))} "
+        f"AND session_day IN {{edge_days:Array(Date)}} AND has(keys, {keys[0]}) "
+        f"AND arrayExists((y, x) -> y = {keys[0]} AND {_INSIDE}, keys, ts))",
+        _steps_params(plan, days, edge_days, own),
     )
 
 
