@@ -178,13 +178,14 @@ for token, data in json.load(sys.stdin):
     store.insert_ndjson(data.encode(), token)
 every = tuple(parse_filters(["event:matches:."]))
 
-def read(tag):
+def read(tag, with_goals=True):
     out[tag] = {}
     for first, last, tz in cases:
         rng = DateRange(date.fromisoformat(first), date.fromisoformat(last), tz)
-        fast = query_goals(store, Query(project, rng), goals)
-        events = query_goals(store, Query(project, rng, every), goals)
-        out[tag][f"{first} {last} {tz}"] = [fast, events]
+        if with_goals:  # the goals never read visitor_steps
+            fast = query_goals(store, Query(project, rng), goals)
+            events = query_goals(store, Query(project, rng, every), goals)
+            out[tag][f"{first} {last} {tz}"] = [fast, events]
         for steps, window in funnels:
             body = query_funnel(store, Query(project, rng), steps, window)
             out.setdefault(f"funnels {tag}", {})[f"{first} {last} {tz} {steps} {window}"] = [
@@ -222,9 +223,8 @@ store.client.command("DELETE FROM svc_migrations WHERE version = 25")
 store.migrate()
 out["steps_days_migrated"] = steps_days()
 out["steps_rows_migrated"] = store.query("SELECT count() FROM visitor_steps")[0][0]
-read("migrated")
 out["refilled_days"] = Rollups(store).fill_added_rows()
-read("refilled")
+read("refilled", with_goals=False)
 store.close()
 print(json.dumps(out))
 """
@@ -369,7 +369,7 @@ def test_the_step_rows_count_the_visitors_with_each_key_and_rank_them(
     assert several > 0
 
 
-@pytest.mark.parametrize("tag", ["before", "rolled", "old", "filled", "migrated", "refilled"])
+@pytest.mark.parametrize("tag", ["before", "rolled", "old", "filled", "refilled"])
 def test_the_funnels_count_what_was_sent(read: dict[str, Any], tag: str) -> None:
     """Before the rollups from the events; after, the rolled days from visitor_steps (the
     day before the range, its last day, the long sessions' days, other zones: their events
