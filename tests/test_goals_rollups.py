@@ -15,6 +15,7 @@ process of its own (one chDB engine per process)."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -354,7 +355,7 @@ def test_the_step_rows_count_the_visitors_with_each_key_and_rank_them(
     for day_, version, value, visitors in read["step_visitors"]:
         counts.setdefault((day_, version), {})[value] = visitors
     assert len(counts) == read["rolled_days"]
-    seen: dict[tuple[str, int], dict[str, int]] = {}
+    seen: dict[tuple[str, int], Counter[str]] = {}
     several = 0
     for day_, version, keys, rank_key in read["visitor_steps"]:
         day_counts = counts[(day_, version)]
@@ -362,9 +363,7 @@ def test_the_step_rows_count_the_visitors_with_each_key_and_rank_them(
         ranks = [*sorted({order.index(str(k)) for k in keys}), 0, 0, 0][:4]
         assert rank_key == sum(r << (16 * (3 - i)) for i, r in enumerate(ranks)), (day_, keys)
         several += len(set(keys)) > 1
-        for k in set(keys):
-            seen.setdefault((day_, version), {}).setdefault(str(k), 0)
-            seen[(day_, version)][str(k)] += 1
+        seen.setdefault((day_, version), Counter()).update({str(k) for k in keys})
     assert seen == counts
     assert several > 0
 

@@ -632,7 +632,7 @@ def funnel_step_levels(
     alone on a loaded host, of which windowFunnel ~0.5 s (1.9-2.0 s sorted by visitor)."""
     keys, own = _step_keys(steps)
     conditions = ", ".join(f"arrayMap(y -> y = {k}, k)" for k in keys)
-    funnel = (
+    window_funnel = (
         f"arrayReduce(concat('windowFunnel(', toString({{window:UInt64}}), ')'), t, {conditions})"
     )
     of_days = (
@@ -647,7 +647,7 @@ def funnel_step_levels(
         f"arrayFilter((y, x) -> {_INSIDE}, keys, ts) AS k {of_days} IN {{edge_days:Array(Date)}}"
     )
     return Statement(
-        f"SELECT level, count() AS visitors FROM (SELECT {funnel} AS level FROM ({rows})) "
+        f"SELECT level, count() AS visitors FROM (SELECT {window_funnel} AS level FROM ({rows})) "
         "WHERE level > 1 GROUP BY level",
         _steps_params(plan, days, edge_days, {"window": window_seconds, **own}),
     )
