@@ -26,6 +26,7 @@ from svc.queries.plan import (
     crossing,
     long_sessions,
     matching_hashes,
+    one_section,
     plan,
     reads,
     rolled_days,
@@ -386,6 +387,18 @@ def test_a_hash_collision_sends_the_report_to_the_session_rows() -> None:
     assert matching_hashes([]) == ()
     # an empty set of matching paths is still bound (the rows then match nothing)
     assert Facts(matching_hashes=()).params(planned())["matching_hashes"] == []
+
+
+def test_one_whole_section_of_the_matching_paths_serves_the_filter() -> None:
+    d1, d2, d3 = date(2026, 5, 1), date(2026, 5, 2), date(2026, 5, 3)
+    marked = [(d1, 1, ["/blog", "/"]), (d2, 1, ["/blog"]), (d3, 0, [])]
+    # every path of /blog on d1 and d2, nothing on d3 (which lacks the rows: needs none)
+    assert one_section([(d1, "/blog", 3, 3), (d2, "/blog", 2, 2)], marked) == "/blog"
+    assert one_section([(d1, "/blog", 2, 3), (d2, "/blog", 2, 2)], marked) is None  # not all
+    assert one_section([(d1, "/blog", 3, 3), (d2, "/", 1, 1)], marked) is None  # two
+    assert one_section([(d1, "/", 1, 1), (d2, "/", 1, 1)], marked) is None  # d2 lacks /
+    assert one_section([(d3, "/blog", 1, 1)], marked) is None  # d3 lacks its rows
+    assert one_section([], marked) is None  # no match: rolled_sessions reads nothing
 
 
 def test_facts_bind_only_what_was_read() -> None:

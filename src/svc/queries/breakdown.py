@@ -113,12 +113,16 @@ def query_breakdown(
     runner = Runner(store)
     kind = rows_kind(p, dim)
     facts = runner.facts(p, needs(p, dim))
+    if kind == "page" and p.event_conditions and facts.matching_hashes is None:
+        facts = replace(facts, rolled=(), section=None)  # a collision: no hashes to test
     if not facts.rolled:
         stmt = reports.breakdown(p, facts, dim, kind, page.order, page.limit, page.offset, only)
         return _result(runner.named(stmt), dim, page)
     if p.filters and kind == "page":  # the rolled days' pages, from rolled_sessions
         return _pages_with_rolled_days(runner, p, facts, dim, page, only)
-    if p.filters:  # the rolled days' sessions, from rolled_sessions
+    if facts.section is not None:  # the rolled days from the rollups' section rows
+        rolled = session_sql.section_sums(p, facts, dim.name)
+    elif p.filters:  # the rolled days' sessions, from rolled_sessions
         rolled = reports.rolled_by_value(p, facts, dim)
     else:  # the rolled days from the daily rollups
         rolled = session_sql.rollup_sums(p, facts, [dim.name])

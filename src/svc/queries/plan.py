@@ -461,6 +461,10 @@ class Facts:
     rolled: tuple[tuple[date, int], ...] = ()
     #: with a page filter over rolled_sessions: the hashes of the matching paths
     matching_hashes: tuple[int, ...] | None = None
+    #: with page filters alone over rolled_sessions: the section whose paths, all of them,
+    #: are those they match on the rolled days, each with its ``section`` rows (read there
+    #: instead: :func:`one_section`)
+    section: str | None = None
     #: the days of the rollup span not rolled up yet that a snapshot serves, and its
     #: version (svc.storage.snapshots; read with ``Needs(last_day=True)``)
     snapshots: tuple[tuple[date, int], ...] = ()
@@ -668,6 +672,22 @@ def matching_hashes(rows: Sequence[Sequence[Any]]) -> tuple[int, ...] | None:
     if any(not all_match for _, _, all_match in rows):
         return None
     return tuple(int(h) for h, _, _ in rows)
+
+
+def one_section(matching: Sequence[Sequence[Any]], marked: Sequence[Sequence[Any]]) -> str | None:
+    """The section (svc.schema.sections) of the rollups' ``section`` rows that serve a
+    filter on the page over the rolled days: from ``matching``, rows of
+    :func:`svc.queries.sql.sessions.path_sections` (day, section, paths matched, paths), and
+    ``marked``, rows of :func:`svc.queries.sql.sessions.section_days` (day, whether it has
+    the rows, the sections that have them). The paths the filter matches on each day must
+    be all those of one section, the same every day, and each day with one must have that
+    section's rows; a day without a match adds nothing. Else None."""
+    sections = {str(section) for _, section, _, _ in matching}
+    if len(sections) != 1 or any(int(m) != int(n) for _, _, m, n in matching):
+        return None
+    (section,) = sections
+    having = {as_date(day) for day, is_marked, names in marked if is_marked and section in names}
+    return section if all(as_date(day) in having for day, *_ in matching) else None
 
 
 def as_date(value: object) -> date:

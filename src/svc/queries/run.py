@@ -154,13 +154,21 @@ class Runner:
     def _rolled_sessions(self, plan: Plan, facts: Facts) -> Facts:
         """The rolled-up days whose sessions ``rolled_sessions`` serves; with a filter on the
         page, the hashes of the matching paths of those days first (none are taken if one of
-        them is also a path's that does not match)."""
+        them is also a path's that does not match), and with filters on the page alone the
+        section whose ``section`` rows serve them (:func:`svc.queries.plan.one_section`),
+        read beside them."""
         span = plan.rollup_span
         rows = self.remembered_rows(sql.current_rolled_days(plan, span, None)) if span else []
         days = self._rolled_days(plan, facts, rows)
         hashes: tuple[int, ...] | None = None
+        section: str | None = None
         if days and plan.event_conditions:
-            hashes = planner.matching_hashes(self.remembered_rows(sql.path_hashes(plan, days)))
-            if hashes is None:  # a collision: every day from the session rows
+            reads = [sql.path_hashes(plan, days)]
+            if not plan.session_conditions:  # the filters are on the page alone
+                reads += [sql.path_sections(plan, days), sql.section_days(plan, days)]
+            path_hashes, *sections = self.remembered(*reads)
+            section = planner.one_section(*sections) if sections else None
+            hashes = planner.matching_hashes(path_hashes)
+            if hashes is None and section is None:  # a collision: every day from the sessions
                 return facts
-        return replace(facts, rolled=days, matching_hashes=hashes)
+        return replace(facts, rolled=days, matching_hashes=hashes, section=section)

@@ -28,6 +28,7 @@ from svc.queries.dimensions import Dimension
 from svc.queries.plan import Counting, Facts, Plan
 from svc.queries.sql.statement import COUNTED_WHERE, Statement, statement
 from svc.schema.measurements import COUNTED_SQL
+from svc.schema.sections import section_dimension, section_sql
 
 _T0, _T1 = "{start:DateTime64(3, 'UTC')}", "{end:DateTime64(3, 'UTC')}"
 
@@ -258,6 +259,38 @@ def path_hashes(plan: Plan, days: Sequence[tuple[date, int]]) -> Statement:
         "SELECT xxHash32(path) AS h, max(matches), min(matches) FROM (SELECT path, "
         f"{plan.event_filter} AS matches FROM ({paths})) GROUP BY h HAVING max(matches)",
         {**plan.params, "days": list(days)},
+    )
+
+
+def path_sections(plan: Plan, days: Sequence[tuple[date, int]]) -> Statement:
+    """Per rolled day of ``days`` and section (svc.schema.sections) with a path the page
+    filters match: how many of its paths they match, and how many it has (the rollups'
+    ``path`` rows)."""
+    paths = (
+        "SELECT DISTINCT session_day, value AS path FROM session_rollups "
+        "WHERE project_id = {project:String} AND dimension = 'path' "
+        "AND (session_day, version) IN {days:Array(Tuple(Date, UInt64))}"
+    )
+    return Statement(
+        f"SELECT session_day, {section_sql('path')} AS section, countIf({plan.event_filter}) "
+        f"AS matching, count() AS paths FROM ({paths}) GROUP BY session_day, section "
+        "HAVING matching > 0",
+        {**plan.params, "days": list(days)},
+    )
+
+
+def section_days(plan: Plan, days: Sequence[tuple[date, int]]) -> Statement:
+    """Per rolled day of ``days``: whether it has its ``section`` rows (the marker row,
+    svc.storage.rollups), and the sections that have them (the ``@<section>`` totals)."""
+    return Statement(
+        "SELECT session_day, countIf(dimension = 'section') > 0 AS marked, "
+        f"groupArrayIf(substring(dimension, {len(section_dimension('', '')) + 1}), "
+        f"startsWith(dimension, '{section_dimension('', '')}')) AS sections "
+        "FROM session_rollups WHERE project_id = {project:String} "
+        f"AND (dimension = 'section' OR startsWith(dimension, '{section_dimension('', '')}')) "
+        "AND (session_day, version) IN {days:Array(Tuple(Date, UInt64))} "
+        "GROUP BY session_day",
+        {"project": plan.project_id, "days": list(days)},
     )
 
 
@@ -507,6 +540,30 @@ def rollup_sums(
         facts,
         rollup_dimensions=list(dimensions),
         **({} if value is None else {"rollup_value": value}),
+    )
+
+
+def section_sums(plan: Plan, facts: Facts, dimension: str) -> Statement:
+    """Per value of the session ``dimension`` ('' the totals), the session aggregates of the
+    rolled days' sessions with an event in ``facts.section`` (the rollups' ``section`` rows,
+    svc.storage.rollups): those a filter on the page counts when its matching paths are that
+    section's (svc.queries.run). A row written twice (a fill interrupted and run again) is
+    taken once: per day and value, its figures' maximum."""
+    assert facts.rolled and facts.section is not None
+    figures = ("sessions", "pageviews", "events", "bounces", "duration_ms", "visitors")
+    once = ", ".join(f"max({f}) AS {f}" for f in (*figures, "with_pageview"))
+    sums = ", ".join(f"sum({f}) AS {f}" for f in figures)
+    return statement(
+        f"SELECT value, {sums}, sum(with_pageview) AS sessions_with_pv FROM ("
+        f"SELECT session_day, value, {once} FROM session_rollups "
+        "WHERE project_id = {project:String} AND dimension = {section_dimension:String} "
+        "AND session_day IN {rolled_days:Array(Date)} "
+        "AND version = transform(session_day, {rolled_days:Array(Date)}, "
+        "{rolled_versions:Array(UInt64)}, toUInt64(0)) "
+        "GROUP BY session_day, value) GROUP BY value",
+        plan,
+        facts,
+        section_dimension=section_dimension(dimension, facts.section),
     )
 
 

@@ -1,0 +1,239 @@
+"""Breakdowns under filters on the page over rolled-up UTC days from the rollups' ``section``
+rows (svc.storage.rollups; svc.queries.plan.one_section): the same answer as the session rows
+give before the days are rolled up, after they are (from the section rows where the filter's
+paths are one section's, all of them, else from ``rolled_sessions``), with a day rolled up
+before the rollups had those rows, after :meth:`svc.storage.rollups.Rollups.fill_added_rows`
+wrote them, and with a day's rows written twice (a fill interrupted and run again).
+
+The rows are written into a real store (chDB) as ingestion writes them and read in a process
+of its own (one chDB engine per process)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from svc.ingestion.identity import SessionTracker, stored_visitor_id
+from tests.support import inserts_by_day, run_store_script, stored_row
+
+PROJECT = "section-rollups"
+TODAY = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+MINUTE = 60_000
+SOURCES = ("google", "direct", "bing")
+BROWSERS = ("Chrome", "Firefox")
+#: Ranges (first, last: days before today).
+RANGES = [(6, 1), (5, 3), (3, 2)]
+#: Filters, and the section whose rows serve them once every day is rolled up ('' none).
+FILTERS = {
+    "page:contains:/blog": "/blog",  # /blog and every /blog/... path
+    "page:is:/pricing": "/pricing",  # the section's one path
+    "page:matches:^/docs": "/docs",
+    "page:is:/": "/",
+    "page:is:/blog": "",  # one path of /blog's three
+    "page:contains:/p": "",  # /pricing and /blog/post-1: two sections
+    "page:is_not:/pricing": "",
+    "page:is:/nowhere": "",
+}
+DIMENSIONS = ("source", "entry_page", "country")
+#: The day whose section rows are deleted (as if rolled up before they existed), and the one
+#: whose rows are written again.
+OLD_DAY, TWICE_DAY = 4, 3
+
+
+def d(k: int, hour: int = 0, minute: int = 0) -> int:
+    """Milliseconds at ``hour:minute`` UTC on the day ``k`` days before today."""
+    return int((TODAY - timedelta(days=k, hours=-hour, minutes=-minute)).timestamp() * 1000)
+
+
+def arrivals() -> list[tuple[int, int, str, str, str]]:
+    """Every event (person, ts, name, path, source), in the order ingestion sees them: on
+    days 1 to 6, visitors whose sessions wander over the sections (one with two sessions a
+    day, one across midnight into the next day, one whose blog visit is a click alone)."""
+    tours = [
+        ["/", "/blog", "/blog/post-1"],
+        ["/pricing"],
+        ["/docs/a", "/docs/b", "/pricing", "/"],
+        ["/blog/post-2"],
+        ["/", "/docs/a"],
+        ["/blog/post-1", "/blog/post-1", "/pricing"],
+    ]
+    out: list[tuple[int, int, str, str, str]] = []
+    for k in range(6, 0, -1):
+        for p in range(12):
+            tour = tours[(p + k) % len(tours)]
+            t = d(k, 6 + p)
+            source = SOURCES[p % 3]
+            out += [(p, t + i * MINUTE, "page_view", path, source) for i, path in enumerate(tour)]
+        out += [(40, d(k, 20), "page_view", "/blog", "google")]  # two sessions a day
+        out += [(40, d(k, 22), "page_view", "/docs/b", "bing")]
+        out += [(41, d(k, 23, 50), "page_view", "/pricing", "bing")]  # across midnight
+        out += [(41, d(k - 1, 0, 10), "page_view", "/blog/post-2", "bing")]
+        out += [(42, d(k, 9), "page_view", "/", "direct")]  # the blog by a click alone
+        out += [(42, d(k, 9, 1), "click", "/blog/post-1", "direct")]
+    return out
+
+
+def inserts() -> list[tuple[str, str]]:
+    """One insert per UTC day of the events, in order."""
+    tracker = SessionTracker(30 * MINUTE)
+    rows = []
+    for person, ts, name, path, source in arrivals():
+        sid, start = tracker.assign(PROJECT, person, ts)
+        rows.append(
+            stored_row(
+                PROJECT,
+                ts,
+                start,
+                name=name,
+                session_id=sid,
+                visitor_id=stored_visitor_id(person, start),
+                path=path,
+                source=source,
+                channel=source,
+                browser=BROWSERS[person % 2],
+                country="DE" if person % 4 == 0 else "FR",
+            )
+        )
+    return inserts_by_day(PROJECT, rows)
+
+
+_READ = """
+import json, sys
+from datetime import date
+from pathlib import Path
+from svc.queries.breakdown import Page, needs, query_breakdown
+from svc.queries.dates import DateRange
+from svc.queries.dimensions import DIMENSIONS
+from svc.queries.filters import parse_filters
+from svc.queries.plan import Query, plan
+from svc.queries.run import Runner
+from svc.settings import Settings
+from svc.storage.events import EventStore
+from svc.storage.rollups import Rollups, _SECTION_SQLS
+
+store = EventStore(Settings.from_env(data_dir=Path(sys.argv[1])))
+store.migrate()
+project = sys.argv[2]
+old_day, twice_day = date.fromisoformat(sys.argv[3]), date.fromisoformat(sys.argv[4])
+cases, dims = json.loads(sys.argv[5]), json.loads(sys.argv[6])
+for token, data in json.load(sys.stdin):
+    store.insert_ndjson(data.encode(), token)
+
+def read(tag):
+    out[tag], out[tag + "_sections"] = {}, {}
+    for first, last, flt in cases:
+        rng = DateRange(date.fromisoformat(first), date.fromisoformat(last), "UTC")
+        q = Query(project, rng, tuple(parse_filters([flt])))
+        for by in dims:
+            dim = DIMENSIONS[by]
+            answer = query_breakdown(store, q, dim, Page(order="value"))
+            out[tag][f"{first} {last} {flt} {by}"] = answer["rows"]
+        p = plan(q)
+        facts = Runner(store).facts(p, needs(p, DIMENSIONS["source"]))
+        out[tag + "_sections"][f"{first} {last} {flt}"] = facts.section or ""
+
+def marked():
+    return store.query("SELECT count() FROM session_rollups WHERE dimension = 'section' "
+                       "AND value = '' AND (session_day, version) IN (SELECT session_day, "
+                       "max(version) FROM rollup_days GROUP BY session_day)")[0][0]
+
+out = {}
+read("before")
+out["rolled_days"] = Rollups(store).refresh()
+out["marked"] = marked()
+read("rolled")
+store.client.command("DELETE FROM session_rollups WHERE (dimension = 'section' "
+                     "OR position(dimension, '@') > 0) AND session_day = {d:Date}",
+                     parameters={"d": old_day})
+out["marked_old"] = marked()
+read("old")
+out["filled_days"] = Rollups(store).fill_added_rows()
+out["marked_filled"] = marked()
+read("filled")
+version = store.query("SELECT max(version) FROM rollup_days WHERE session_day = {d:Date}",
+                      {"d": twice_day})[0][0]
+store.client.command(_SECTION_SQLS[0], parameters={"project": project, "day": twice_day,
+                                                   "version": version})
+read("twice")
+store.close()
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def read(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    day = lambda k: (TODAY - timedelta(days=k)).date().isoformat()  # noqa: E731
+    cases = [(day(first), day(last), flt) for first, last in RANGES for flt in FILTERS]
+    out: dict[str, Any] = run_store_script(
+        _READ,
+        str(tmp_path_factory.mktemp("section-rollups") / "data"),
+        PROJECT,
+        day(OLD_DAY),
+        day(TWICE_DAY),
+        json.dumps(cases),
+        json.dumps(DIMENSIONS),
+        stdin=json.dumps(inserts()),
+    )
+    return out
+
+
+def test_every_rolled_day_has_its_section_rows_and_an_old_one_gets_them(
+    read: dict[str, Any],
+) -> None:
+    days = read["rolled_days"]
+    assert days >= 6  # days 6 to 1 before today
+    assert read["marked"] == days
+    assert read["marked_old"] == days - 1
+    assert read["filled_days"] == 1
+    assert read["marked_filled"] == days
+
+
+@pytest.mark.parametrize("tag", ["rolled", "old", "filled", "twice"])
+def test_the_breakdowns_are_the_same_before_and_after_the_rollups(
+    read: dict[str, Any], tag: str
+) -> None:
+    for case, rows in read[tag].items():
+        assert rows == read["before"][case], (tag, case)
+
+
+def test_the_filters_of_one_whole_section_read_its_rows(read: dict[str, Any]) -> None:
+    """Where every rolled day of the range has the rows; with a day without them (``old``,
+    in the ranges that hold it) no filter reads them; nor before the rollups, nor over one
+    day (the range's last day is not read from the rollups)."""
+    old = (TODAY - timedelta(days=OLD_DAY)).date().isoformat()
+    for case, section in read["rolled_sections"].items():
+        first, last, flt = case.split(" ", 2)
+        want = FILTERS[flt] if first != last else ""
+        assert section == want, case
+        assert read["filled_sections"][case] == want, case
+        assert read["old_sections"][case] == ("" if first <= old <= last else want), case
+        assert read["before_sections"][case] == "", case
+
+
+def test_the_blog_by_hand(read: dict[str, Any]) -> None:
+    """Days 5 to 3, by source, under ``page:contains:/blog``, counted from the events sent:
+    the sessions with a blog event in the range (41's that cross midnight into day 3 with
+    theirs on day 2 have none there; the one that crosses into day 5 has), its blog page
+    views and events in the range."""
+    start, end = d(5), d(2)
+    tracker = SessionTracker(30 * MINUTE)
+    want: dict[str, list[int]] = {}  # source -> [sessions, page views, events]
+    sessions: dict[int, tuple[str, list[int]]] = {}
+    for person, ts, name, path, source in arrivals():
+        sid, _ = tracker.assign(PROJECT, person, ts)
+        _, counts = sessions.setdefault(sid, (source, [0, 0, 0]))
+        if start <= ts < end and path.startswith("/blog"):
+            counts[1] += name == "page_view"
+            counts[2] += 1
+    for source, (_, pv, ev) in sessions.values():
+        if ev:
+            w = want.setdefault(source, [0, 0, 0])
+            w[0], w[1], w[2] = w[0] + 1, w[1] + pv, w[2] + ev
+    day5, day3 = (TODAY - timedelta(days=5)).date(), (TODAY - timedelta(days=3)).date()
+    rows = read["filled"][f"{day5} {day3} page:contains:/blog source"]
+    assert read["filled_sections"][f"{day5} {day3} page:contains:/blog"] == "/blog"
+    got = {r["value"]: [r["sessions"], r["pageviews"], r["events"]] for r in rows}
+    assert got == want and sum(w[0] for w in want.values()) > 3 * 8
