@@ -448,6 +448,11 @@ def endpoints(days: int, end_day: str, start_day: str) -> list[tuple[str, str]]:
         ("breakdown by property plan", q("/metrics/breakdown", by="prop:plan")),
         ("breakdown by hostname", q("/metrics/breakdown", by="hostname")),
         ("metrics, filter event is not signup", q("/metrics", filter=["event:is_not:signup"])),
+        ("metrics, filter page contains /blog", q("/metrics", filter=["page:contains:/blog"])),
+        (
+            "metrics, filter country is DE, browser is Firefox",
+            q("/metrics", filter=["country:is:DE", "browser:is:Firefox"]),
+        ),
     ]
 
 

@@ -1,7 +1,8 @@
-"""Breakdowns under filters on the page over rolled-up UTC days from the rollups' ``section``
-rows (svc.storage.rollups; svc.queries.plan.one_section): the same answer as the session rows
-give before the days are rolled up, after they are (from the section rows where the filter's
-paths are one section's, all of them, else from ``rolled_sessions``), with a day rolled up
+"""Breakdowns and GET /metrics under filters on the page over rolled-up UTC days from the
+rollups' ``section`` rows (svc.storage.rollups; svc.queries.plan.one_section): the same
+answer as the session rows give before the days are rolled up, after they are (from the
+section rows where the filters' paths are one section's, all of them, else from
+``rolled_sessions``), with a day rolled up
 before the rollups had those rows, after :meth:`svc.storage.rollups.Rollups.fill_added_rows`
 wrote them, and with a day's rows written twice (a fill interrupted and run again).
 
@@ -36,6 +37,8 @@ FILTERS = {
     "page:contains:/p": "",  # /pricing and /blog/post-1: two sections
     "page:is_not:/pricing": "",
     "page:is:/nowhere": "",
+    "page:contains:/blog|country:is:DE": "",  # a session filter too: rolled_sessions
+    "country:is:DE|browser:is:Firefox": "",
 }
 DIMENSIONS = ("source", "entry_page", "country")
 #: The day whose section rows are deleted (as if rolled up before they existed), and the one
@@ -108,6 +111,7 @@ from svc.queries.breakdown import Page, needs, query_breakdown
 from svc.queries.dates import DateRange
 from svc.queries.dimensions import DIMENSIONS
 from svc.queries.filters import parse_filters
+from svc.queries.metrics import query_metrics
 from svc.queries.plan import Query, plan
 from svc.queries.run import Runner
 from svc.settings import Settings
@@ -126,11 +130,12 @@ def read(tag):
     out[tag], out[tag + "_sections"] = {}, {}
     for first, last, flt in cases:
         rng = DateRange(date.fromisoformat(first), date.fromisoformat(last), "UTC")
-        q = Query(project, rng, tuple(parse_filters([flt])))
+        q = Query(project, rng, tuple(parse_filters(flt.split('|'))))
         for by in dims:
             dim = DIMENSIONS[by]
             answer = query_breakdown(store, q, dim, Page(order="value"))
             out[tag][f"{first} {last} {flt} {by}"] = answer["rows"]
+        out[tag][f"{first} {last} {flt} metrics"] = query_metrics(store, q).to_json()
         p = plan(q)
         facts = Runner(store).facts(p, needs(p, DIMENSIONS["source"]))
         out[tag + "_sections"][f"{first} {last} {flt}"] = facts.section or ""
@@ -192,7 +197,7 @@ def test_every_rolled_day_has_its_section_rows_and_an_old_one_gets_them(
 
 
 @pytest.mark.parametrize("tag", ["rolled", "old", "filled", "twice"])
-def test_the_breakdowns_are_the_same_before_and_after_the_rollups(
+def test_the_reports_are_the_same_before_and_after_the_rollups(
     read: dict[str, Any], tag: str
 ) -> None:
     for case, rows in read[tag].items():

@@ -40,6 +40,18 @@ def metrics(plan: Plan, facts: Facts) -> Statement:
     )
 
 
+def rolled_metrics(plan: Plan, facts: Facts) -> Statement:
+    """Per source, and a rollup row (source ''), the session aggregates of the rolled days'
+    sessions (``rolled_sessions``) that pass the filters on the page and session dimensions:
+    every event of theirs is in the range."""
+    sessions = rolled_session_rows(plan, facts, {"src": DIMENSIONS["source"]})
+    return statement(
+        f"SELECT src, {ROLLED_SESSION_AGGREGATES} FROM ({sessions}) GROUP BY src WITH ROLLUP",
+        plan,
+        facts,
+    )
+
+
 # GET /metrics/breakdown -----------------------------------------------------------------------
 
 #: The orders of a breakdown: the figure each sorts by.
