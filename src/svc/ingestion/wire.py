@@ -72,7 +72,10 @@ def decode_body(data: bytes, max_events: int) -> Body:
     except (msgspec.ValidationError, UnicodeDecodeError) as exc:
         doc = _decode_events(data, exc)
     except msgspec.DecodeError as exc:
-        doc = _decode_with_lone_surrogates(data, exc)
+        if _bad_utf8(exc):
+            doc = _decode_events(data, exc)
+        else:
+            doc = _decode_with_lone_surrogates(data, exc)
     except RecursionError as exc:  # msgspec's nesting bound (docs/limits.md): 400, not 500
         raise InvalidRequest("the body is nested too deeply", field="body") from exc
     if isinstance(doc, list):
@@ -117,6 +120,14 @@ _raw_object = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _UNDECODABLE = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
 
 
+def _bad_utf8(exc: Exception) -> bool:
+    """Whether ``exc`` says a string holds invalid UTF-8: a UnicodeDecodeError up to msgspec
+    0.22, a DecodeError that says so from 0.23."""
+    if isinstance(exc, UnicodeDecodeError):
+        return True
+    return isinstance(exc, msgspec.DecodeError) and "invalid utf-8" in str(exc).lower()
+
+
 def _decode_events(data: bytes, exc: Exception) -> Any:
     """A body that is well-formed JSON but does not decode whole: its events decoded one by
     one (an array, ``{"events": [...]}`` or one event), each that fails as an
@@ -139,8 +150,12 @@ def _decode_events(data: bytes, exc: Exception) -> Any:
             error
         )
     except (msgspec.DecodeError, RecursionError) as malformed:
+        if _bad_utf8(malformed):  # (msgspec 0.23 and later) in a field name at the top level
+            raise InvalidRequest(
+                "the body holds invalid UTF-8 in a field name", field="body"
+            ) from malformed
         exc = malformed
-    if isinstance(exc, UnicodeDecodeError):
+    if _bad_utf8(exc):
         raise InvalidRequest("the body holds invalid UTF-8", field="body") from exc
     raise InvalidRequest(f"the body is not valid JSON: {exc}", field="body") from exc
 
@@ -237,7 +252,7 @@ def _event_error(raw: msgspec.Raw, exc: Exception) -> InvalidRequest:
                 break
     except _UNDECODABLE:
         pass  # not an object, or a field name that does not decode: the event is named
-    if isinstance(exc, UnicodeDecodeError):
+    if _bad_utf8(exc):
         what = "holds invalid UTF-8"
     elif isinstance(exc, RecursionError):
         what = "is nested too deeply"
