@@ -27,6 +27,7 @@ from svc.queries.plan import (
     long_sessions,
     matching_hashes,
     one_section,
+    page_by,
     plan,
     reads,
     rolled_days,
@@ -399,6 +400,20 @@ def test_one_whole_section_of_the_matching_paths_serves_the_filter() -> None:
     assert one_section([(d1, "/", 1, 1), (d2, "/", 1, 1)], marked) is None  # d2 lacks /
     assert one_section([(d3, "/blog", 1, 1)], marked) is None  # d3 lacks its rows
     assert one_section([], marked) is None  # no match: rolled_sessions reads nothing
+
+
+def test_one_value_s_page_rows_serve_the_page_breakdown() -> None:
+    d1, d2 = date(2026, 5, 1), date(2026, 5, 2)
+    de = planned("country:is:DE")
+    assert page_by(de, [(d1, 1, 1, 1), (d2, 1, 1, 1)], 2) == "page|country:DE"
+    assert page_by(de, [(d1, 1, 1, 1), (d2, 1, 0, 0)], 2) == "page|country:DE"  # none on d2
+    assert page_by(de, [(d1, 1, 1, 1), (d2, 1, 0, 1)], 2) is None  # not among d2's busiest
+    assert page_by(de, [(d1, 1, 1, 1), (d2, 0, 0, 0)], 2) is None  # d2 lacks the rows
+    assert page_by(de, [(d1, 1, 1, 1)], 2) is None  # d2 has no row at all
+    rows = [(d1, 1, 1, 1)]
+    assert page_by(planned("entry_page:is:/"), rows, 1) is None  # not a dimension of them
+    assert page_by(planned("country:is:DE", "device:is:desktop"), rows, 1) is None  # two
+    assert page_by(planned("country:is_not:DE"), rows, 1) is None
 
 
 def test_facts_bind_only_what_was_read() -> None:

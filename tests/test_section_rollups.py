@@ -1,10 +1,11 @@
 """Breakdowns and GET /metrics under filters on the page over rolled-up UTC days from the
-rollups' ``section`` rows (svc.storage.rollups; svc.queries.plan.one_section): the same
-answer as the session rows give before the days are rolled up, after they are (from the
-section rows where the filters' paths are one section's, all of them, else from
-``rolled_sessions``), with a day rolled up
-before the rollups had those rows, after :meth:`svc.storage.rollups.Rollups.fill_added_rows`
-wrote them, and with a day's rows written twice (a fill interrupted and run again).
+rollups' ``section`` rows (svc.storage.rollups; svc.queries.plan.one_section), and the page
+breakdown under one value of a session dimension from its ``page|<dimension>:<value>`` rows
+(svc.queries.plan.page_by): the same answer as the session rows give before the days are
+rolled up, after they are (from those rows where they serve the filter, else from
+``rolled_sessions``), with a day rolled up before the rollups had those rows, after
+:meth:`svc.storage.rollups.Rollups.fill_added_rows` wrote them, and with a day's rows written
+twice (a fill interrupted and run again).
 
 The rows are written into a real store (chDB) as ingestion writes them and read in a process
 of its own (one chDB engine per process)."""
@@ -26,21 +27,27 @@ MINUTE = 60_000
 SOURCES = ("google", "direct", "bing")
 BROWSERS = ("Chrome", "Firefox")
 #: Ranges (first, last: days before today).
-RANGES = [(6, 1), (5, 3), (3, 2)]
+RANGES = [(6, 2), (3, 2)]
 #: Filters, and the section whose rows serve them once every day is rolled up ('' none).
 FILTERS = {
     "page:contains:/blog": "/blog",  # /blog and every /blog/... path
     "page:is:/pricing": "/pricing",  # the section's one path
     "page:matches:^/docs": "/docs",
-    "page:is:/": "/",
     "page:is:/blog": "",  # one path of /blog's three
     "page:contains:/p": "",  # /pricing and /blog/post-1: two sections
-    "page:is_not:/pricing": "",
     "page:is:/nowhere": "",
     "page:contains:/blog|country:is:DE": "",  # a session filter too: rolled_sessions
     "country:is:DE|browser:is:Firefox": "",
 }
-DIMENSIONS = ("source", "entry_page", "country")
+DIMENSIONS = ("source", "entry_page")
+#: Filters of one value, and the rollups' page rows that serve the page breakdown under them
+#: once every day is rolled up ('' none: not a dimension of svc.schema.page_by).
+PAGE_FILTERS = {
+    "country:is:DE": "page|country:DE",
+    "source:is:google": "page|source:google",
+    "country:is:XX": "page|country:XX",  # no session of it: no rows needed
+    "entry_page:is:/pricing": "",
+}
 #: The day whose section rows are deleted (as if rolled up before they existed), and the one
 #: whose rows are written again.
 OLD_DAY, TWICE_DAY = 4, 3
@@ -116,13 +123,14 @@ from svc.queries.plan import Query, plan
 from svc.queries.run import Runner
 from svc.settings import Settings
 from svc.storage.events import EventStore
-from svc.storage.rollups import Rollups, _SECTION_SQLS
+from svc.storage.rollups import Rollups, _PAGE_BY_VALUE_SQLS, _SECTION_SQLS
 
 store = EventStore(Settings.from_env(data_dir=Path(sys.argv[1])))
 store.migrate()
 project = sys.argv[2]
 old_day, twice_day = date.fromisoformat(sys.argv[3]), date.fromisoformat(sys.argv[4])
 cases, dims = json.loads(sys.argv[5]), json.loads(sys.argv[6])
+page_cases = json.loads(sys.argv[7])
 for token, data in json.load(sys.stdin):
     store.insert_ndjson(data.encode(), token)
 
@@ -139,11 +147,20 @@ def read(tag):
         p = plan(q)
         facts = Runner(store).facts(p, needs(p, DIMENSIONS["source"]))
         out[tag + "_sections"][f"{first} {last} {flt}"] = facts.section or ""
+    for first, last, flt in page_cases:
+        rng = DateRange(date.fromisoformat(first), date.fromisoformat(last), "UTC")
+        q = Query(project, rng, tuple(parse_filters([flt])))
+        answer = query_breakdown(store, q, DIMENSIONS["page"], Page(order="value"))
+        out[tag][f"{first} {last} {flt} page"] = answer["rows"]
+        p = plan(q)
+        facts = Runner(store).facts(p, needs(p, DIMENSIONS["page"]))
+        out[tag + "_sections"][f"{first} {last} {flt} page"] = facts.page_by or ""
 
 def marked():
-    return store.query("SELECT count() FROM session_rollups WHERE dimension = 'section' "
-                       "AND value = '' AND (session_day, version) IN (SELECT session_day, "
-                       "max(version) FROM rollup_days GROUP BY session_day)")[0][0]
+    return [store.query(f"SELECT count() FROM session_rollups WHERE dimension = '{marker}' "
+                        "AND value = '' AND (session_day, version) IN (SELECT session_day, "
+                        "max(version) FROM rollup_days GROUP BY session_day)")[0][0]
+            for marker in ("section", "page_by")]
 
 out = {}
 read("before")
@@ -151,7 +168,8 @@ out["rolled_days"] = Rollups(store).refresh()
 out["marked"] = marked()
 read("rolled")
 store.client.command("DELETE FROM session_rollups WHERE (dimension = 'section' "
-                     "OR position(dimension, '@') > 0) AND session_day = {d:Date}",
+                     "OR position(dimension, '@') > 0 OR startsWith(dimension, 'page|') "
+                     "OR startsWith(dimension, 'page_by')) AND session_day = {d:Date}",
                      parameters={"d": old_day})
 out["marked_old"] = marked()
 read("old")
@@ -160,8 +178,9 @@ out["marked_filled"] = marked()
 read("filled")
 version = store.query("SELECT max(version) FROM rollup_days WHERE session_day = {d:Date}",
                       {"d": twice_day})[0][0]
-store.client.command(_SECTION_SQLS[0], parameters={"project": project, "day": twice_day,
-                                                   "version": version})
+for sql in (_SECTION_SQLS[0], _PAGE_BY_VALUE_SQLS[0]):
+    store.client.command(sql, parameters={"project": project, "day": twice_day,
+                                          "version": version})
 read("twice")
 store.close()
 print(json.dumps(out))
@@ -180,6 +199,9 @@ def read(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         day(TWICE_DAY),
         json.dumps(cases),
         json.dumps(DIMENSIONS),
+        json.dumps(
+            [(day(first), day(last), flt) for first, last in RANGES for flt in PAGE_FILTERS]
+        ),
         stdin=json.dumps(inserts()),
     )
     return out
@@ -190,10 +212,10 @@ def test_every_rolled_day_has_its_section_rows_and_an_old_one_gets_them(
 ) -> None:
     days = read["rolled_days"]
     assert days >= 6  # days 6 to 1 before today
-    assert read["marked"] == days
-    assert read["marked_old"] == days - 1
+    assert read["marked"] == [days, days]
+    assert read["marked_old"] == [days - 1, days - 1]
     assert read["filled_days"] == 1
-    assert read["marked_filled"] == days
+    assert read["marked_filled"] == [days, days]
 
 
 @pytest.mark.parametrize("tag", ["rolled", "old", "filled", "twice"])
@@ -204,14 +226,16 @@ def test_the_reports_are_the_same_before_and_after_the_rollups(
         assert rows == read["before"][case], (tag, case)
 
 
-def test_the_filters_of_one_whole_section_read_its_rows(read: dict[str, Any]) -> None:
-    """Where every rolled day of the range has the rows; with a day without them (``old``,
+def test_the_filters_rollup_rows_serve_read_them(read: dict[str, Any]) -> None:
+    """A filter of one whole section, and the page breakdown under one value: where every
+    rolled day of the range has the rows; with a day without them (``old``,
     in the ranges that hold it) no filter reads them; nor before the rollups, nor over one
     day (the range's last day is not read from the rollups)."""
     old = (TODAY - timedelta(days=OLD_DAY)).date().isoformat()
     for case, section in read["rolled_sections"].items():
         first, last, flt = case.split(" ", 2)
-        want = FILTERS[flt] if first != last else ""
+        served = PAGE_FILTERS[flt.removesuffix(" page")] if flt.endswith(" page") else FILTERS[flt]
+        want = served if first != last else ""
         assert section == want, case
         assert read["filled_sections"][case] == want, case
         assert read["old_sections"][case] == ("" if first <= old <= last else want), case
@@ -219,11 +243,10 @@ def test_the_filters_of_one_whole_section_read_its_rows(read: dict[str, Any]) ->
 
 
 def test_the_blog_by_hand(read: dict[str, Any]) -> None:
-    """Days 5 to 3, by source, under ``page:contains:/blog``, counted from the events sent:
-    the sessions with a blog event in the range (41's that cross midnight into day 3 with
-    theirs on day 2 have none there; the one that crosses into day 5 has), its blog page
-    views and events in the range."""
-    start, end = d(5), d(2)
+    """Days 6 to 2, by source, under ``page:contains:/blog``, counted from the events sent:
+    the sessions with a blog event in the range (41's of day 2 has its blog page view on
+    day 1, after the range: none in it), their blog page views and events in the range."""
+    start, end = d(6), d(1)
     tracker = SessionTracker(30 * MINUTE)
     want: dict[str, list[int]] = {}  # source -> [sessions, page views, events]
     sessions: dict[int, tuple[str, list[int]]] = {}
@@ -237,8 +260,8 @@ def test_the_blog_by_hand(read: dict[str, Any]) -> None:
         if ev:
             w = want.setdefault(source, [0, 0, 0])
             w[0], w[1], w[2] = w[0] + 1, w[1] + pv, w[2] + ev
-    day5, day3 = (TODAY - timedelta(days=5)).date(), (TODAY - timedelta(days=3)).date()
-    rows = read["filled"][f"{day5} {day3} page:contains:/blog source"]
-    assert read["filled_sections"][f"{day5} {day3} page:contains:/blog"] == "/blog"
+    day6, day2 = (TODAY - timedelta(days=6)).date(), (TODAY - timedelta(days=2)).date()
+    rows = read["filled"][f"{day6} {day2} page:contains:/blog source"]
+    assert read["filled_sections"][f"{day6} {day2} page:contains:/blog"] == "/blog"
     got = {r["value"]: [r["sessions"], r["pageviews"], r["events"]] for r in rows}
-    assert got == want and sum(w[0] for w in want.values()) > 3 * 8
+    assert got == want and sum(w[0] for w in want.values()) > 5 * 8

@@ -118,6 +118,9 @@ def query_breakdown(
     if not facts.rolled:
         stmt = reports.breakdown(p, facts, dim, kind, page.order, page.limit, page.offset, only)
         return _result(runner.named(stmt), dim, page)
+    if facts.page_by is not None:  # the rolled days' pages of one value, from the rollups
+        rolled = session_sql.page_by_sums(p, facts)
+        return _with_rolled_days(runner, p, facts, dim, kind, page, rolled, only)
     if p.filters and kind == "page":  # the rolled days' pages, from rolled_sessions
         return _pages_with_rolled_days(runner, p, facts, dim, page, only)
     if facts.section is not None:  # the rolled days from the rollups' section rows

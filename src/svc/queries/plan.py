@@ -44,6 +44,7 @@ from svc.queries.dimensions import Dimension
 from svc.queries.filters import Filter
 from svc.queries.values import IntArray
 from svc.schema.measurements import MEASUREMENTS
+from svc.schema.page_by import PAGE_BY_DIMENSIONS, page_by_dimension
 
 #: A crossing session whose events outside the range all lie within this of its ends is read
 #: with the others, between their first and last events; a longer one by itself (its id picks
@@ -465,6 +466,10 @@ class Facts:
     #: are those they match on the rolled days, each with its ``section`` rows (read there
     #: instead: :func:`one_section`)
     section: str | None = None
+    #: with one filter that is one value of a session dimension, for the page breakdown: the
+    #: rollups' dimension of that value's page rows when every rolled day has them (or has no
+    #: session of that value): :func:`page_by`
+    page_by: str | None = None
     #: the days of the rollup span not rolled up yet that a snapshot serves, and its
     #: version (svc.storage.snapshots; read with ``Needs(last_day=True)``)
     snapshots: tuple[tuple[date, int], ...] = ()
@@ -688,6 +693,22 @@ def one_section(matching: Sequence[Sequence[Any]], marked: Sequence[Sequence[Any
     (section,) = sections
     having = {as_date(day) for day, is_marked, names in marked if is_marked and section in names}
     return section if all(as_date(day) in having for day, *_ in matching) else None
+
+
+def page_by(plan: Plan, rows: Sequence[Sequence[Any]], days: int) -> str | None:
+    """The rollups' dimension of the page rows of the sessions of the plan's one value
+    (:attr:`Plan.rolled_value`, svc.schema.page_by) that serve the ``days`` rolled days, from
+    rows of :func:`svc.queries.sql.sessions.page_by_days` (day, whether it has the rows,
+    whether the value has page rows of its own, whether it has sessions): every day must have
+    the rows, and the value its own where it has sessions. Else None."""
+    if plan.rolled_value is None or plan.rolled_value[0] not in PAGE_BY_DIMENSIONS:
+        return None
+    ready = [
+        bool(marked) and (bool(rolled) or not bool(present)) for _, marked, rolled, present in rows
+    ]
+    if len(ready) != days or not all(ready):
+        return None
+    return page_by_dimension(*plan.rolled_value)
 
 
 def as_date(value: object) -> date:

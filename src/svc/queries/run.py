@@ -13,6 +13,7 @@ from svc.queries.plan import Facts, Needs, Plan
 from svc.queries.sql import sessions as sql
 from svc.queries.sql import snapshots as snapshot_sql
 from svc.queries.sql.statement import Statement
+from svc.schema.page_by import PAGE_BY_DIMENSIONS
 from svc.storage.events import EventStore
 from svc.storage.memo import statement_key
 
@@ -120,7 +121,7 @@ class Runner:
         if "changed" in rows:
             facts = replace(facts, changed=tuple(int(r[0]) for r in rows["changed"]))
         if todo.rolled == "rolled_sessions":
-            facts = self._rolled_sessions(plan, facts)
+            facts = self._rolled_sessions(plan, facts, pages=needs.page_edges)
         return facts
 
     def rows_together(self, *stmts: Statement) -> list[list[tuple[Any, ...]]]:
@@ -151,17 +152,24 @@ class Runner:
             days = tuple(d for d in days if d[0] != end_day)
         return days
 
-    def _rolled_sessions(self, plan: Plan, facts: Facts) -> Facts:
+    def _rolled_sessions(self, plan: Plan, facts: Facts, pages: bool = False) -> Facts:
         """The rolled-up days whose sessions ``rolled_sessions`` serves; with a filter on the
         page, the hashes of the matching paths of those days first (none are taken if one of
         them is also a path's that does not match), and with filters on the page alone the
         section whose ``section`` rows serve them (:func:`svc.queries.plan.one_section`),
-        read beside them."""
+        read beside them; for the pages (``pages``) under one value of a dimension of
+        svc.schema.page_by, whether that value's page rows serve them
+        (:func:`svc.queries.plan.page_by`)."""
         span = plan.rollup_span
         rows = self.remembered_rows(sql.current_rolled_days(plan, span, None)) if span else []
         days = self._rolled_days(plan, facts, rows)
         hashes: tuple[int, ...] | None = None
         section: str | None = None
+        value = plan.rolled_value
+        if days and pages and value is not None and value[0] in PAGE_BY_DIMENSIONS:
+            rows = self.remembered_rows(sql.page_by_days(plan, days, *value))
+            by = planner.page_by(plan, rows, len(days))
+            return replace(facts, rolled=days, page_by=by)
         if days and plan.event_conditions:
             reads = [sql.path_hashes(plan, days)]
             if not plan.session_conditions:  # the filters are on the page alone

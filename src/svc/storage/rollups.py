@@ -43,6 +43,12 @@ from typing import Any, Final
 
 from svc.schema.dimensions import DIMENSIONS
 from svc.schema.measurements import COUNTED_SQL
+from svc.schema.page_by import (
+    PAGE_BY_DIMENSIONS,
+    PAGE_BY_VALUES,
+    page_by_dimension,
+    page_by_values,
+)
 from svc.schema.sections import section_dimension, section_sql
 from svc.schema.steps import STEP_KEY_SQL
 from svc.storage.events import EventStore
@@ -472,6 +478,82 @@ FROM (
 _SECTION_SQLS = _section_sqls()
 
 
+def _page_by_value_sqls() -> tuple[str, ...]:
+    """The ``page|<dimension>:<value>`` rows of a day: for each of the
+    :data:`PAGE_BY_VALUES` values of each of :data:`PAGE_BY_DIMENSIONS` with the most sessions
+    that day (by the day's rows of that dimension, written before), per path the figures of
+    the ``page`` rows over the sessions with that value (their page views there, bounce and
+    duration of the whole session); then per dimension the values that have them
+    (``page_by:<dimension>`` rows, the value) and the marker row (``page_by``, ''). One
+    GROUPING SETS statement over the day's (session, page) rows with page views, a value
+    outside a dimension's busiest left out of its set. Visitors as in ``rolled_sessions``."""
+    dims = {name: rollup_dimensions()[name] for name in PAGE_BY_DIMENSIONS}
+    names = list(dims)
+    full = (1 << len(names)) - 1
+    masks = [(full ^ (1 << (len(names) - 1 - i)), name) for i, name in enumerate(names)]
+    day = "project_id = {project:String} AND session_day = {day:Date}"
+    busiest = (
+        "SELECT value FROM session_rollups WHERE {day_now} AND dimension = '{name}' "
+        "ORDER BY sessions DESC, value LIMIT " + str(PAGE_BY_VALUES)
+    )
+    day_now = f"{day} AND version = {{version:UInt64}}"
+    columns = ", ".join(
+        f"if({expr} IN ({busiest.format(day_now=day_now, name=name)}), "
+        f"toString({expr}), '\\0') AS `d_{name}`"
+        for name, expr in dims.items()
+    )
+    keys = ", ".join(f"`d_{name}`" for name in names)
+    dimension = ", ".join(
+        f"g = {m}, concat('{page_by_dimension(n, '')}', `d_{n}`)" for m, n in masks
+    )
+    sets = ", ".join(f"(path, `d_{name}`)" for name in names)
+    rows = f"""
+INSERT INTO session_rollups
+SELECT {{project:String}}, dimension, {{day:Date}}, path, n, pv, pv, bounces, n, duration_ms,
+    visitors, {{version:UInt64}}
+FROM (
+    SELECT path, {keys}, grouping({keys}) AS g, multiIf({dimension}, '') AS dimension,
+        count() AS n, sum(p.pageviews) AS pv,
+        countIf(s.pageviews = 1 AND s.events = 1) AS bounces,
+        sum(dateDiff('millisecond', s.first_ts, s.last_ts)) AS duration_ms,
+        countIf(s.multi = 0) + uniqExactIf(s.visitor_id, s.multi = 1) AS visitors
+    FROM (
+        SELECT session_id, path, pageviews FROM session_pages FINAL
+        WHERE {day} AND pageviews > 0
+    ) AS p
+    INNER JOIN (
+        SELECT session_id, visitor_id, pageviews, events, first_ts, last_ts, {columns},
+            visitor_id IN (
+                SELECT visitor_id FROM sessions FINAL WHERE {day}
+                GROUP BY visitor_id HAVING count() > 1
+            ) AS multi
+        FROM sessions FINAL WHERE {day}
+    ) AS s ON s.session_id = p.session_id
+    GROUP BY GROUPING SETS ({sets})
+)
+WHERE NOT endsWith(dimension, '\\0')
+"""
+    values = " UNION ALL ".join(
+        f"SELECT '{page_by_values(name)}' AS dimension, value "
+        f"FROM ({busiest.format(day_now=day_now, name=name)})"
+        for name in names
+    )
+    marked = f"""
+INSERT INTO session_rollups (project_id, dimension, session_day, value, version)
+SELECT {{project:String}}, dimension, {{day:Date}}, value, {{version:UInt64}} FROM ({values})
+"""
+    marker = (
+        "INSERT INTO session_rollups (project_id, dimension, session_day, value, version) "
+        "VALUES ({project:String}, 'page_by', {day:Date}, '', {version:UInt64})"
+    )
+    return (rows, marked, marker)
+
+
+#: The ``page|<dimension>:<value>`` rows of a day (they read the day's rows of those
+#: dimensions, the sessions and their pages).
+_PAGE_BY_VALUE_SQLS = _page_by_value_sqls()
+
+
 def _visitor_steps_sqls(long: bool) -> tuple[str, ...]:
     """The ``visitor_steps`` rows of a day (storage/migrations/017 and 025): first, per step
     key, how many visitors of its sessions have it (session_rollups' ``step_visitors`` rows:
@@ -524,6 +606,7 @@ _ADDED_ROWS = (
     ("visitor_steps", ""),
     ("event_only", ""),
     ("section", ""),
+    ("page_by", ""),
 )
 
 #: The statements that write each kind of :data:`_ADDED_ROWS` that reads the day's events, for
@@ -540,6 +623,7 @@ _ADDED_SQLS: dict[str, dict[bool, tuple[str, ...]]] = {
 _SESSION_ADDED_SQLS: dict[str, tuple[str, ...]] = {
     "start_hour": _START_HOUR_SQLS,
     "section": _SECTION_SQLS,
+    "page_by": _PAGE_BY_VALUE_SQLS,
 }
 
 #: The current version of every rolled-up day without the marker row ``{dimension}``,
@@ -699,7 +783,9 @@ class Rollups:
             self.store.client.command(_SESSIONS_DAY_SQL, parameters=params)
             self.store.client.command(_PATHS_DAY_SQL, parameters=params)
             self.store.client.command(_NEXT_DAY_SQLS[long], parameters=params)
-            for sql in (*_START_HOUR_SQLS, *_SECTION_SQLS, *_VISITOR_STEPS_SQLS[long]):
+            for sql in (*_START_HOUR_SQLS, *_SECTION_SQLS, *_PAGE_BY_VALUE_SQLS):
+                self.store.client.command(sql, parameters=params)
+            for sql in _VISITOR_STEPS_SQLS[long]:
                 self.store.client.command(sql, parameters=params)
             self.last_lock_seconds = time.perf_counter() - locked
         self.store.client.command(

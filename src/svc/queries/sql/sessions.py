@@ -28,6 +28,7 @@ from svc.queries.dimensions import Dimension
 from svc.queries.plan import Counting, Facts, Plan
 from svc.queries.sql.statement import COUNTED_WHERE, Statement, statement
 from svc.schema.measurements import COUNTED_SQL
+from svc.schema.page_by import page_by_values
 from svc.schema.sections import section_dimension, section_sql
 
 _T0, _T1 = "{start:DateTime64(3, 'UTC')}", "{end:DateTime64(3, 'UTC')}"
@@ -294,6 +295,30 @@ def section_days(plan: Plan, days: Sequence[tuple[date, int]]) -> Statement:
     )
 
 
+def page_by_days(
+    plan: Plan, days: Sequence[tuple[date, int]], dimension: str, value: str
+) -> Statement:
+    """Per rolled day of ``days``: whether it has its ``page_by`` rows (the marker row,
+    svc.storage.rollups), whether ``value`` of ``dimension`` has page rows of its own
+    (svc.schema.page_by), and whether it has sessions (the rollups' row of that value)."""
+    return Statement(
+        "SELECT session_day, countIf(dimension = 'page_by') > 0 AS marked, "
+        "countIf(dimension = {page_by_values:String}) > 0 AS rolled, "
+        "countIf(dimension = {page_by_dimension:String}) > 0 AS present "
+        "FROM session_rollups WHERE project_id = {project:String} "
+        "AND ((dimension = 'page_by' AND value = '') OR (value = {page_by_value:String} "
+        "AND dimension IN ({page_by_values:String}, {page_by_dimension:String}))) "
+        "AND (session_day, version) IN {days:Array(Tuple(Date, UInt64))} GROUP BY session_day",
+        {
+            "project": plan.project_id,
+            "days": list(days),
+            "page_by_values": page_by_values(dimension),
+            "page_by_dimension": dimension,
+            "page_by_value": value,
+        },
+    )
+
+
 # the session rows -----------------------------------------------------------------------------
 
 
@@ -547,23 +572,38 @@ def section_sums(plan: Plan, facts: Facts, dimension: str) -> Statement:
     """Per value of the session ``dimension`` ('' the totals), the session aggregates of the
     rolled days' sessions with an event in ``facts.section`` (the rollups' ``section`` rows,
     svc.storage.rollups): those a filter on the page counts when its matching paths are that
-    section's (svc.queries.run). A row written twice (a fill interrupted and run again) is
-    taken once: per day and value, its figures' maximum."""
-    assert facts.rolled and facts.section is not None
+    section's (svc.queries.run)."""
+    assert facts.section is not None
+    return _rows_once(plan, facts, section_dimension(dimension, facts.section))
+
+
+def page_by_sums(plan: Plan, facts: Facts) -> Statement:
+    """Per page, the figures of the page breakdown over the rolled days' sessions of the one
+    value the plan filters on (:attr:`Facts.page_by`: the rollups' rows of that value's
+    pages, svc.schema.page_by)."""
+    assert facts.page_by is not None
+    return _rows_once(plan, facts, facts.page_by)
+
+
+def _rows_once(plan: Plan, facts: Facts, dimension: str) -> Statement:
+    """Per value, the session aggregates of the rolled days' rows of the rollups'
+    ``dimension``. A row written twice (a fill interrupted and run again) is taken once: per
+    day and value, its figures' maximum."""
+    assert facts.rolled
     figures = ("sessions", "pageviews", "events", "bounces", "duration_ms", "visitors")
     once = ", ".join(f"max({f}) AS {f}" for f in (*figures, "with_pageview"))
     sums = ", ".join(f"sum({f}) AS {f}" for f in figures)
     return statement(
         f"SELECT value, {sums}, sum(with_pageview) AS sessions_with_pv FROM ("
         f"SELECT session_day, value, {once} FROM session_rollups "
-        "WHERE project_id = {project:String} AND dimension = {section_dimension:String} "
+        "WHERE project_id = {project:String} AND dimension = {rollup_dimension:String} "
         "AND session_day IN {rolled_days:Array(Date)} "
         "AND version = transform(session_day, {rolled_days:Array(Date)}, "
         "{rolled_versions:Array(UInt64)}, toUInt64(0)) "
         "GROUP BY session_day, value) GROUP BY value",
         plan,
         facts,
-        section_dimension=section_dimension(dimension, facts.section),
+        rollup_dimension=dimension,
     )
 
 
