@@ -79,10 +79,11 @@ test-deps: $(TEST_DEPS)
 
 # The sources are compiled once first: where PYTHONDONTWRITEBYTECODE is set (this CI's shell),
 # each of the suite's server processes compiled them again (0.25 s or more of CPU a start).
+# The 25 slowest items are listed at the end: the suite has a budget of 15 minutes on 2 cores.
 pytest: $(TEST_DEPS) client-js-build
 	$(PY) -m compileall -q src tests > /dev/null
 	set -a && source $(STAMPS)/services.env && set +a && \
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --durations=25 $(PYTEST_ARGS)
 
 # What `make test` runs, in three steps: what every check needs, installed side by side (pip,
 # npm, apt: mostly waiting on the network and the disk); the short checks two at a time; the
