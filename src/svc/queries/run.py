@@ -167,9 +167,8 @@ class Runner:
         section: str | None = None
         value = plan.rolled_value
         if days and pages and value is not None and value[0] in PAGE_BY_DIMENSIONS:
-            rows = self.remembered_rows(sql.page_by_days(plan, days, *value))
-            by = planner.page_by(plan, rows, len(days))
-            return replace(facts, rolled=days, page_by=by)
+            marked = self.remembered_rows(sql.page_by_days(plan, days, *value))
+            return replace(facts, rolled=days, page_by=planner.page_by(plan, marked, len(days)))
         if days and plan.event_conditions:
             reads = [sql.path_hashes(plan, days)]
             if not plan.session_conditions:  # the filters are on the page alone

@@ -400,6 +400,29 @@ GROUP BY hour
 )
 
 
+def _day_sessions(columns: str) -> str:
+    """The sessions of a day (``{day}``, ``{project}``) with the figures a rollup row sums,
+    ``columns`` (SQL over a row of the sessions table) and ``multi``: whether the visitor has
+    another session that day (the visitors of a group are then its sessions with ``multi`` 0
+    and the distinct visitors of the others, as in ``rolled_sessions``)."""
+    day = "project_id = {project:String} AND session_day = {day:Date}"
+    return f"""
+        SELECT session_id, visitor_id, pageviews, events, first_ts, last_ts, {columns},
+            visitor_id IN (
+                SELECT visitor_id FROM sessions FINAL WHERE {day}
+                GROUP BY visitor_id HAVING count() > 1
+            ) AS multi
+        FROM sessions FINAL WHERE {day}"""
+
+
+def _grouping_masks(names: list[str]) -> list[tuple[int, str]]:
+    """Per column of ``names`` (the grouping sets each pair one of them with a key), the
+    value of ``grouping(<names>)`` on that set's rows: a bit per argument, the first the
+    highest, set where the set lacks it."""
+    full = (1 << len(names)) - 1
+    return [(full ^ (1 << (len(names) - 1 - i)), name) for i, name in enumerate(names)]
+
+
 #: The most sections of a day that get ``section`` rows (the most (session, path) rows
 #: first): a site whose every path is a section of its own would otherwise roll up a day's
 #: sessions a row each. A filter whose section lacks them on a day reads ``rolled_sessions``.
@@ -420,9 +443,7 @@ def _section_sqls() -> tuple[str, ...]:
     visitors of the others (a session is in a section's group once)."""
     dims = {name: expr for name, expr in rollup_dimensions().items() if name}
     names = list(dims)
-    full = (1 << len(names)) - 1
-    # grouping(...): a bit per argument, the first the highest, set where the set lacks it
-    masks = [(full ^ (1 << (len(names) - 1 - i)), name) for i, name in enumerate(names)]
+    masks = _grouping_masks(names)
     dimension = ", ".join(f"g = {m}, '{section_dimension(n, '')}'" for m, n in masks)
     value = ", ".join(f"g = {m}, toString(`d_{n}`)" for m, n in masks)
     columns = ", ".join(f"{expr} AS `d_{name}`" for name, expr in dims.items())
@@ -446,14 +467,7 @@ FROM (
         countIf(s.pageviews = 1 AND s.events = 1) AS bounces, countIf(s.pageviews > 0) AS with_pv,
         sum(dateDiff('millisecond', s.first_ts, s.last_ts)) AS duration_ms,
         countIf(s.multi = 0) + uniqExactIf(s.visitor_id, s.multi = 1) AS visitors
-    FROM (
-        SELECT session_id, visitor_id, pageviews, events, first_ts, last_ts, {columns},
-            visitor_id IN (
-                SELECT visitor_id FROM sessions FINAL WHERE {day}
-                GROUP BY visitor_id HAVING count() > 1
-            ) AS multi
-        FROM sessions FINAL WHERE {day}
-    ) AS s
+    FROM ({_day_sessions(columns)}) AS s
     INNER JOIN (
         SELECT session_id, groupArray(section) AS sections, groupArray(pv) AS pvs,
             groupArray(ev) AS evs
@@ -484,22 +498,21 @@ def _page_by_value_sqls() -> tuple[str, ...]:
     that day (by the day's rows of that dimension, written before), per path the figures of
     the ``page`` rows over the sessions with that value (their page views there, bounce and
     duration of the whole session); then per dimension the values that have them
-    (``page_by:<dimension>`` rows, the value) and the marker row (``page_by``, ''). One
+    (``page_by:<dimension>`` rows, the value), with the marker row (``page_by``, ''). One
     GROUPING SETS statement over the day's (session, page) rows with page views, a value
     outside a dimension's busiest left out of its set. Visitors as in ``rolled_sessions``."""
     dims = {name: rollup_dimensions()[name] for name in PAGE_BY_DIMENSIONS}
     names = list(dims)
-    full = (1 << len(names)) - 1
-    masks = [(full ^ (1 << (len(names) - 1 - i)), name) for i, name in enumerate(names)]
+    masks = _grouping_masks(names)
     day = "project_id = {project:String} AND session_day = {day:Date}"
+    listed = ", ".join(f"'{name}'" for name in names)
     busiest = (
-        "SELECT value FROM session_rollups WHERE {day_now} AND dimension = '{name}' "
-        "ORDER BY sessions DESC, value LIMIT " + str(PAGE_BY_VALUES)
+        f"SELECT dimension, value FROM session_rollups WHERE {day} "
+        f"AND version = {{version:UInt64}} AND dimension IN ({listed}) "
+        f"ORDER BY sessions DESC, value LIMIT {PAGE_BY_VALUES} BY dimension"
     )
-    day_now = f"{day} AND version = {{version:UInt64}}"
     columns = ", ".join(
-        f"if({expr} IN ({busiest.format(day_now=day_now, name=name)}), "
-        f"toString({expr}), '\\0') AS `d_{name}`"
+        f"if(has(busiest, ('{name}', toString({expr}))), toString({expr}), '\\0') AS `d_{name}`"
         for name, expr in dims.items()
     )
     keys = ", ".join(f"`d_{name}`" for name in names)
@@ -509,6 +522,7 @@ def _page_by_value_sqls() -> tuple[str, ...]:
     sets = ", ".join(f"(path, `d_{name}`)" for name in names)
     rows = f"""
 INSERT INTO session_rollups
+WITH (SELECT groupArray((dimension, value)) FROM ({busiest})) AS busiest
 SELECT {{project:String}}, dimension, {{day:Date}}, path, n, pv, pv, bounces, n, duration_ms,
     visitors, {{version:UInt64}}
 FROM (
@@ -521,32 +535,20 @@ FROM (
         SELECT session_id, path, pageviews FROM session_pages FINAL
         WHERE {day} AND pageviews > 0
     ) AS p
-    INNER JOIN (
-        SELECT session_id, visitor_id, pageviews, events, first_ts, last_ts, {columns},
-            visitor_id IN (
-                SELECT visitor_id FROM sessions FINAL WHERE {day}
-                GROUP BY visitor_id HAVING count() > 1
-            ) AS multi
-        FROM sessions FINAL WHERE {day}
-    ) AS s ON s.session_id = p.session_id
+    INNER JOIN ({_day_sessions(columns)}) AS s ON s.session_id = p.session_id
     GROUP BY GROUPING SETS ({sets})
 )
 WHERE NOT endsWith(dimension, '\\0')
 """
-    values = " UNION ALL ".join(
-        f"SELECT '{page_by_values(name)}' AS dimension, value "
-        f"FROM ({busiest.format(day_now=day_now, name=name)})"
-        for name in names
-    )
+    # (a write cut short may leave the marker without some values: a reader then finds a
+    # value without its page rows and reads rolled_sessions, never rows that are not there)
     marked = f"""
 INSERT INTO session_rollups (project_id, dimension, session_day, value, version)
-SELECT {{project:String}}, dimension, {{day:Date}}, value, {{version:UInt64}} FROM ({values})
+SELECT {{project:String}}, concat('{page_by_values("")}', dimension), {{day:Date}}, value,
+    {{version:UInt64}} FROM ({busiest})
+UNION ALL SELECT {{project:String}}, 'page_by', {{day:Date}}, '', {{version:UInt64}}
 """
-    marker = (
-        "INSERT INTO session_rollups (project_id, dimension, session_day, value, version) "
-        "VALUES ({project:String}, 'page_by', {day:Date}, '', {version:UInt64})"
-    )
-    return (rows, marked, marker)
+    return (rows, marked)
 
 
 #: The ``page|<dimension>:<value>`` rows of a day (they read the day's rows of those
