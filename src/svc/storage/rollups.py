@@ -511,8 +511,10 @@ def _page_by_value_sqls() -> tuple[str, ...]:
         f"AND version = {{version:UInt64}} AND dimension IN ({listed}) "
         f"ORDER BY sessions DESC, value LIMIT {PAGE_BY_VALUES} BY dimension"
     )
+    # (one set of the busiest (dimension, value) pairs: the same subquery in each test; a
+    # has() over an array of them instead scanned it per row, 4.2-5.9 s against 2.5-2.6 s)
     columns = ", ".join(
-        f"if(has(busiest, ('{name}', toString({expr}))), toString({expr}), '\\0') AS `d_{name}`"
+        f"if(('{name}', toString({expr})) IN ({busiest}), toString({expr}), '\\0') AS `d_{name}`"
         for name, expr in dims.items()
     )
     keys = ", ".join(f"`d_{name}`" for name in names)
@@ -522,7 +524,6 @@ def _page_by_value_sqls() -> tuple[str, ...]:
     sets = ", ".join(f"(path, `d_{name}`)" for name in names)
     rows = f"""
 INSERT INTO session_rollups
-WITH (SELECT groupArray((dimension, value)) FROM ({busiest})) AS busiest
 SELECT {{project:String}}, dimension, {{day:Date}}, path, n, pv, pv, bounces, n, duration_ms,
     visitors, {{version:UInt64}}
 FROM (
