@@ -111,9 +111,10 @@ def inserts() -> list[tuple[str, str]]:
 
 
 _READ = """
-import json, sys
+import dataclasses, json, os, sys
 from datetime import date
 from pathlib import Path
+os.environ["SVC_ROLLUP_SECTION_MIN_SESSIONS"] = "0"  # every day of this small store
 from svc.queries.breakdown import Page, needs, query_breakdown
 from svc.queries.dates import DateRange
 from svc.queries.dimensions import DIMENSIONS
@@ -181,6 +182,17 @@ for sql in (_SECTION_SQLS[0], _PAGE_BY_VALUE_SQLS[0]):
     store.client.command(sql, parameters={"project": project, "day": twice_day,
                                           "version": version})
 read("twice")
+# a day with fewer sessions than the setting: rolled up again with the markers alone
+store.settings = dataclasses.replace(store.settings, rollup_section_min_sessions=10**9)
+rollups = Rollups(store)
+version = rollups._next_version(0)
+rollups.compute(project, old_day, version)
+out["small_day_rows"] = store.query(
+    "SELECT countIf(position(dimension, '@') > 0 OR startsWith(dimension, 'page|') "
+    "OR startsWith(dimension, 'page_by:')), countIf(dimension IN ('section', 'page_by')) "
+    "FROM session_rollups WHERE session_day = {d:Date} AND version = {v:UInt64}",
+    {"d": old_day, "v": version})[0]
+read("small")
 store.close()
 print(json.dumps(out))
 """
@@ -215,9 +227,10 @@ def test_every_rolled_day_has_its_section_rows_and_an_old_one_gets_them(
     assert read["marked_old"] == [days - 1, days - 1]
     assert read["filled_days"] == 1
     assert read["marked_filled"] == [days, days]
+    assert read["small_day_rows"] == [0, 2]  # a day under the sessions' threshold: markers
 
 
-@pytest.mark.parametrize("tag", ["rolled", "old", "twice"])
+@pytest.mark.parametrize("tag", ["rolled", "old", "twice", "small"])
 def test_the_reports_are_the_same_before_and_after_the_rollups(
     read: dict[str, Any], tag: str
 ) -> None:
@@ -238,6 +251,10 @@ def test_the_filters_rollup_rows_serve_read_them(read: dict[str, Any]) -> None:
         assert section == want, case
         assert read["twice_sections"][case] == want, case
         assert read["old_sections"][case] == ("" if first <= old <= last else want), case
+        # the old day rolled up again as a small one, its markers alone: no filter reads the
+        # rows there, but one with no session that day needs none
+        small = want if "country:is:XX" in flt or not first <= old <= last else ""
+        assert read["small_sections"][case] == small, case
         assert read["before_sections"][case] == "", case
 
 

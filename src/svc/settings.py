@@ -92,6 +92,12 @@ class Settings:
         "A custom property is rolled up for a day when it has at most this many values that "
         "day; a property with more (an id, a URL) is read from the events for that day.",
     )
+    rollup_section_min_sessions: int = _setting(
+        10_000,
+        "A day with at least this many sessions gets rollup rows per section of the site and "
+        "per busy value's pages, which serve filters on the page and the page list under one "
+        "value; a smaller day is read from its rolled sessions, quick at that size.",
+    )
     retention_months: int = _setting(
         0,
         "Raw events (and their session rows) are kept this many whole months before the current "
