@@ -622,21 +622,16 @@ _ADDED_SQLS: dict[str, dict[bool, tuple[str, ...]]] = {
     "event_only": _EVENT_ONLY_SQLS,
 }
 
-#: The statements that write each kind of :data:`_ADDED_ROWS` that reads the sessions alone.
-_SESSION_ADDED_SQLS: dict[str, tuple[str, ...]] = {
-    "start_hour": _START_HOUR_SQLS,
-    "section": _SECTION_SQLS,
-    "page_by": _PAGE_BY_VALUE_SQLS,
-}
-
-#: The marker rows alone of the ``section`` and ``page_by`` rows: what a day with fewer
-#: sessions than ``rollup_section_min_sessions`` gets (six days of a test store's few
-#: sessions took 1.6 s of their 5.5 s rollup in those two statements, planning them).
-_SMALL_DAY_MARKERS = {
-    "section": _SECTION_SQLS[-1],
+#: The kinds of :data:`_ADDED_ROWS` a day gets only with at least
+#: ``rollup_section_min_sessions`` sessions: their statements, and the marker row alone that
+#: a smaller day gets instead (its reports read its rolled sessions: six days of a test
+#: store's few sessions took 1.6 s of their 5.5 s rollup in these statements, planning them).
+_SIZED_SQLS: dict[str, tuple[tuple[str, ...], str]] = {
+    "section": (_SECTION_SQLS, _SECTION_SQLS[-1]),
     "page_by": (
+        _PAGE_BY_VALUE_SQLS,
         "INSERT INTO session_rollups (project_id, dimension, session_day, value, version) "
-        "VALUES ({project:String}, 'page_by', {day:Date}, '', {version:UInt64})"
+        "VALUES ({project:String}, 'page_by', {day:Date}, '', {version:UInt64})",
     ),
 }
 
@@ -744,9 +739,10 @@ class Rollups:
 
     def fill_added_rows(self) -> int:
         """Write the ``next_day``, ``start_hour``, ``event_source``, ``visitor_steps``,
-        ``event_only`` and ``section`` rows of every rolled-up day that lacks them (rolled up
-        before the rollups had them), under its current version, but the days whose sessions
-        retention deleted. Once per start, before the first pass. How many days got rows."""
+        ``event_only``, ``section`` and ``page_by`` rows of every rolled-up day that lacks
+        them (rolled up before the rollups had them), under its current version, but the days
+        whose sessions retention deleted. Once per start, before the first pass. How many
+        days got rows."""
         self._filled = True
         kept_from = self.raw_horizons()
         filled: set[tuple[str, date]] = set()
@@ -762,30 +758,28 @@ class Rollups:
                 if dimension in _ADDED_SQLS:
                     params = self._long_params(params)
                     sqls = _ADDED_SQLS[dimension]["long_ids" in params]
-                elif dimension in _SMALL_DAY_MARKERS and self._small_day(params):
-                    sqls = (_SMALL_DAY_MARKERS[dimension],)
+                elif dimension in _SIZED_SQLS:
+                    sqls = self._sized_sqls((dimension,), params)
                 else:
-                    sqls = _SESSION_ADDED_SQLS[dimension]
+                    sqls = _START_HOUR_SQLS
                 with self.store.write_lock:
                     for sql in sqls:
                         self.store.client.command(sql, parameters=params)
                 filled.add((project_id, day))
         return len(filled)
 
-    def _small_day(self, params: dict[str, Any]) -> bool:
-        """Whether the day of ``params`` (its version's totals row, written first) has fewer
-        sessions than ``rollup_section_min_sessions``."""
+    def _sized_sqls(self, kinds: tuple[str, ...], params: dict[str, Any]) -> tuple[str, ...]:
+        """The statements of the day of ``params``'s rows of ``kinds`` (of :data:`_SIZED_SQLS`):
+        their markers alone for a day with fewer sessions than ``rollup_section_min_sessions``
+        (by its version's totals row, written first)."""
         rows = self.store.query(_DAY_SESSIONS_SQL, params)
         sessions = int(rows[0][0] or 0) if rows else 0
-        return sessions < self.store.settings.rollup_section_min_sessions
-
-    def _section_and_page_sqls(self, params: dict[str, Any]) -> tuple[str, ...]:
-        """The statements of a day's ``section`` and ``page_by`` rows; for a day with fewer
-        sessions than ``rollup_section_min_sessions``, their markers alone: the reports then
-        read its rolled sessions (svc.queries.plan.one_section and page_by find no rows)."""
-        if self._small_day(params):
-            return tuple(_SMALL_DAY_MARKERS.values())
-        return (*_SECTION_SQLS, *_PAGE_BY_VALUE_SQLS)
+        small = sessions < self.store.settings.rollup_section_min_sessions
+        return tuple(
+            sql
+            for kind in kinds
+            for sql in ((_SIZED_SQLS[kind][1],) if small else _SIZED_SQLS[kind][0])
+        )
 
     def _long_params(self, params: dict[str, Any]) -> dict[str, Any]:
         """``params`` (a project and a day) with the day's long sessions, if it has some:
@@ -820,7 +814,7 @@ class Rollups:
             self.store.client.command(_SESSIONS_DAY_SQL, parameters=params)
             self.store.client.command(_PATHS_DAY_SQL, parameters=params)
             self.store.client.command(_NEXT_DAY_SQLS[long], parameters=params)
-            for sql in (*_START_HOUR_SQLS, *self._section_and_page_sqls(params)):
+            for sql in (*_START_HOUR_SQLS, *self._sized_sqls(("section", "page_by"), params)):
                 self.store.client.command(sql, parameters=params)
             for sql in _VISITOR_STEPS_SQLS[long]:
                 self.store.client.command(sql, parameters=params)
