@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from svc.ingestion import client_sessions, identity
@@ -147,7 +148,7 @@ def test_the_tracker_remembers_client_sessions_by_their_last_activity(
     client_sessions.save(tracker, tmp_path)
     assert oct((tmp_path / client_sessions.FILE).stat().st_mode & 0o777) == "0o600"
     again = identity.SessionTracker(30 * 60_000)
-    again.seed([("p", 9, 3, now + 5, now + 5, now + 6)])  # session 3, seeded from the store
+    again.seed([("p", 9, 3, now + 5, now + 5, now + 6, now + 6)])  # session 3, from the store
     assert client_sessions.load(again, tmp_path, now + 10) == 3
     assert not (tmp_path / client_sessions.FILE).exists()
     assert again.client_session(1, now + 20, "p", visitor=99) == (now, 1)
@@ -158,3 +159,54 @@ def test_the_tracker_remembers_client_sessions_by_their_last_activity(
         True,
         True,
     ]
+
+
+def test_a_derived_session_sent_late_in_parts_is_one_session(
+    both: tuple[Server, dict[str, Any], dict[str, Any]],
+) -> None:
+    """Without a ``sessionId``: a visitor's events of three days ago, 20 minutes apart across
+    midnight, sent in two requests with a sweep of idle sessions between them (a queue
+    flushed in parts), are one session, as they are sent together: the tracker forgets a
+    session once the timeout passed since its last event and since one of it arrived."""
+    srv = both[0]
+    p = srv.create_project("late-" + uuid.uuid4().hex[:8], domains=["acme.test"])
+    derived = {"ip": "10.0.21.7", "userAgent": UA}
+    first = {**ev("", at(4, 23, 50), "/a", referrer="https://www.bing.com/"), **derived}
+    second = {**ev("", at(3, 0, 10), "/b"), **derived}
+    for e in (first, second):
+        del e["sessionId"]
+        r = srv.send(p["keys"]["secret"], [e])
+        assert r.status_code == 200 and r.json()["accepted"] == 1, r.text
+        time.sleep(0.6)  # housekeeping every 0.2 s: idle sessions by event time are swept
+    srv.wait_loaded()
+    headers = {"Authorization": f"Bearer {p['keys']['secret']}"}
+    for first_day, last_day, pageviews in ((4, 4, 1), (3, 3, 1), (4, 3, 2)):
+        params = {
+            "from": (TODAY - timedelta(days=first_day)).date().isoformat(),
+            "to": (TODAY - timedelta(days=last_day)).date().isoformat(),
+            "tz": "UTC",
+        }
+        m = httpx.get(srv.url + "/metrics", params=params, headers=headers).json()
+        got = (m["pageviews"], m["sessions"], m["bounceRate"], m["trafficSources"])
+        assert got == (pageviews, 1, "0.0%", {"bing": 1}), params
+
+
+def test_the_tracker_forgets_a_late_session_by_its_events_and_its_arrivals() -> None:
+    """In process: a derived session whose events are days old is kept while its events
+    arrive within the timeout of each other, and forgotten once the timeout has passed since
+    the last arrived."""
+    minute = 60_000
+    tracker = identity.SessionTracker(30 * minute)
+    now = 1_000 * identity._DAY_MS
+    late = now - 3 * identity._DAY_MS
+    sid, start = tracker.assign("p", 7, late, now_ms=now)
+    tracker.expire(now + 20 * minute)
+    assert tracker.assign("p", 7, late + 20 * minute, now_ms=now + 20 * minute) == (sid, start)
+    tracker.expire(now + 49 * minute)  # 29 minutes after the last arrival: kept
+    assert tracker.live("p", 7) == (sid, start)
+    tracker.expire(now + 51 * minute)
+    assert tracker.live("p", 7) is None
+    # seeded after a restart: its arrival from the store, so kept as long
+    tracker.seed([("p", 7, sid, start, late, late + 20 * minute, now + 20 * minute)])
+    tracker.expire(now + 49 * minute)
+    assert tracker.live("p", 7) == (sid, start)

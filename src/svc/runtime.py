@@ -214,8 +214,8 @@ class Runtime:
         timeout = timedelta(milliseconds=pipeline.sessions.timeout_ms)
         stmt = sql.recent_sessions((now - 2 * timeout).replace(tzinfo=None))
         pipeline.sessions.seed(  # the tracker keys visitors by their unmixed hash
-            (p, stored_visitor_id(int(v), int(st)), int(s), int(st), int(a), int(b))
-            for p, v, s, st, a, b in self.store.query(stmt.sql, stmt.params)
+            (p, stored_visitor_id(int(v), int(st)), int(s), int(st), int(a), int(b), int(r))
+            for p, v, s, st, a, b, r in self.store.query(stmt.sql, stmt.params)
         )
         month_start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
         stmt = sql.usage_by_project_month(month_start.replace(tzinfo=None))
@@ -239,7 +239,9 @@ class Runtime:
                 if row.event_id:
                     pipeline.event_ids.seed([(row.project_id, row.event_id, received)])
                 visitor = stored_visitor_id(row.visitor_id, start)
-                pipeline.sessions.seed([(row.project_id, visitor, row.session_id, start, ts, ts)])
+                pipeline.sessions.seed(
+                    [(row.project_id, visitor, row.session_id, start, ts, ts, received)]
+                )
                 self.ingest.usage.add(row.project_id, month_of(received), 1)
 
     # housekeeping ---------------------------------------------------------------------------

@@ -137,6 +137,7 @@ class _Session:
     start_ms: int  # the first event seen: keys the session's row, never moves
     first_ms: int
     last_ms: int
+    seen_ms: int = 0  # when an event of it last arrived (the clock, not the event's time)
 
 
 @dataclass(slots=True)
@@ -156,7 +157,10 @@ class SessionTracker:
     late event may be earlier), because the sessions table is keyed by its day. State is in
     memory, keyed by (project, visitor) for derived sessions and by session id for the
     client's; at start-up it is rebuilt from recent events (store and spool) with
-    :meth:`seed`. A derived session idle for longer than the timeout is forgotten. A client's
+    :meth:`seed`. A derived session is forgotten once the timeout has passed both since its
+    last event and since an event of it last arrived: a session sent late (events with a past
+    ``ts``, a queue flushed by an app back online) goes on across requests that arrive within
+    the timeout of each other, whatever the event times. A client's
     session is one session whatever its gaps (the client owns it): it is remembered for
     :data:`CLIENT_SESSION_MEMORY_MS` after its last event arrived, at most
     :data:`CLIENT_SESSIONS_MAX` of them, in the order they were last active (so forgetting
@@ -176,8 +180,9 @@ class SessionTracker:
         s = self._sessions.get((project_id, visitor))
         return s is not None and ts_ms - s.last_ms <= self.timeout_ms
 
-    def assign(self, project_id: str, visitor: int, ts_ms: int) -> tuple[int, int]:
-        """The derived session of an event: (session id, session start ms)."""
+    def assign(self, project_id: str, visitor: int, ts_ms: int, now_ms: int = 0) -> tuple[int, int]:
+        """The derived session of an event that arrived at ``now_ms``: (session id, session
+        start ms)."""
         key = (project_id, visitor)
         s = self._sessions.get(key)
         if s is not None:
@@ -186,12 +191,14 @@ class SessionTracker:
                     s.last_ms = ts_ms
                 if ts_ms < s.first_ms:
                     s.first_ms = ts_ms
+                if now_ms > s.seen_ms:
+                    s.seen_ms = now_ms
                 return s.session_id, s.start_ms
             if ts_ms < s.first_ms:
                 # A late event from well before the current session: its own session.
                 return derived_session_id(visitor, ts_ms), ts_ms
         sid = derived_session_id(visitor, ts_ms)
-        self._sessions[key] = _Session(sid, visitor, ts_ms, ts_ms, ts_ms)
+        self._sessions[key] = _Session(sid, visitor, ts_ms, ts_ms, ts_ms, now_ms)
         return sid, ts_ms
 
     def live(self, project_id: str, visitor: int) -> tuple[int, int] | None:
@@ -262,21 +269,27 @@ class SessionTracker:
         self._clients = merged
         return taken
 
-    def seed(self, rows: Iterable[tuple[str, int, int, int, int, int]]) -> None:
-        """Rows of (project, visitor, session id, start ms, first ms, last ms). For derived
-        sessions the latest session of a visitor wins; every row also seeds the start of a
-        client-named session (ids of derived sessions are never looked up there)."""
-        for project_id, visitor, sid, start_ms, first_ms, last_ms in rows:
+    def seed(self, rows: Iterable[tuple[str, int, int, int, int, int, int]]) -> None:
+        """Rows of (project, visitor, session id, start ms, first ms, last ms, arrival ms of
+        its last event received). For derived sessions the latest session of a visitor wins;
+        every row also seeds the start of a client-named session (ids of derived sessions are
+        never looked up there)."""
+        for project_id, visitor, sid, start_ms, first_ms, last_ms, seen_ms in rows:
             key = (project_id, visitor)
             current = self._sessions.get(key)
-            if current is None or last_ms > current.last_ms:
-                self._sessions[key] = _Session(sid, visitor, start_ms, first_ms, last_ms)
+            if current is not None and current.session_id == sid:  # more of the same session
+                current.first_ms = min(current.first_ms, first_ms)
+                current.last_ms = max(current.last_ms, last_ms)
+                current.seen_ms = max(current.seen_ms, seen_ms)
+            elif current is None or last_ms > current.last_ms:
+                self._sessions[key] = _Session(sid, visitor, start_ms, first_ms, last_ms, seen_ms)
             client = self._clients.get(sid)
             if client is None:
-                self._clients[sid] = _ClientSession(start_ms, last_ms, project_id, visitor, last_ms)
+                self._clients[sid] = _ClientSession(start_ms, last_ms, project_id, visitor, seen_ms)
             else:
                 client.start_ms = min(client.start_ms, start_ms)
                 client.last_ms = max(client.last_ms, last_ms)
+                client.seen_ms = max(client.seen_ms, seen_ms)
 
     def forget_project(self, project_id: str) -> None:
         """Forget every live session of a project (it was deleted)."""
@@ -284,9 +297,11 @@ class SessionTracker:
         self._clients = {k: c for k, c in self._clients.items() if c.project_id != project_id}
 
     def expire(self, now_ms: int) -> int:
-        """Forget sessions idle for longer than the timeout; returns how many."""
+        """Forget the derived sessions idle for longer than the timeout, by their events'
+        time and by the clock alike (see the class), and the client sessions not seen for
+        :data:`CLIENT_SESSION_MEMORY_MS`; returns how many."""
         cutoff = now_ms - self.timeout_ms
-        stale = [k for k, s in self._sessions.items() if s.last_ms < cutoff]
+        stale = [k for k, s in self._sessions.items() if s.last_ms < cutoff and s.seen_ms < cutoff]
         for k in stale:
             del self._sessions[k]
         # client sessions, in the order they were last active: the forgotten are at the front

@@ -316,7 +316,7 @@ class Pipeline:
             )
             if self.sessions.has_active(project_id, before, d.ts_ms):
                 visitor = before
-        d.session_id, d.session_start_ms = self.sessions.assign(project_id, visitor, d.ts_ms)
+        d.session_id, d.session_start_ms = self.sessions.assign(project_id, visitor, d.ts_ms, now)
         d.visitor_id = identity.stored_visitor_id(visitor, d.session_start_ms)
         return None
 

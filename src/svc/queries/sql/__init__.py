@@ -55,11 +55,12 @@ def usage_by_project_month(since_month_start: Any) -> Statement:
 
 def recent_sessions(since: Any) -> Statement:
     """Sessions with events received since ``since``: project, visitor, session id, and its
-    start, first and last event times (ms)."""
+    start, first and last event times and when the last of them was received (ms)."""
     sql = (
         "SELECT project_id, any(visitor_id), session_id, "
         "toUnixTimestamp64Milli(min(session_start)), "
-        "toUnixTimestamp64Milli(min(ts)), toUnixTimestamp64Milli(max(ts)) "
+        "toUnixTimestamp64Milli(min(ts)), toUnixTimestamp64Milli(max(ts)), "
+        "toUnixTimestamp64Milli(max(received_at)) "
         "FROM events WHERE received_at >= {since:DateTime64(3, 'UTC')} "
         f"AND {COUNTED_SQL} GROUP BY project_id, session_id"
     )
