@@ -171,7 +171,9 @@ from svc.storage.events import EventStore
 from svc.storage.rollups import Rollups
 
 # every funnel over more than one visitor as over millions: visitor_steps, or passes
-store = EventStore(Settings.from_env(data_dir=Path(sys.argv[1]), funnel_pass_visitors=1))
+store = EventStore(
+    Settings.from_env(data_dir=Path(sys.argv[1]), funnel_pass_visitors=1, funnel_rolled_visitors=0)
+)
 store.migrate()
 project, cases, goals = sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
 funnels = json.loads(sys.argv[5])

@@ -17,12 +17,14 @@ here), every figure comes from one statement over the events (:func:`reports.goa
 A funnel is 2 to 8 goals as steps, completed in order by one visitor within ``window``
 seconds of the first step (ClickHouse ``windowFunnel``), read from the report events when
 every step is an event other than a page view (:func:`reports.funnel`). Over more visitors
-than ``SVC_FUNNEL_PASS_VISITORS`` (as the rollups count them), without filters and with
+than ``SVC_FUNNEL_ROLLED_VISITORS`` (as the rollups count them), without filters and with
 steps of whole paths and event names, the rolled days are read from ``visitor_steps``
 (:func:`reports.funnel_step_levels`: windowFunnel per visitor's row, no GROUP BY of
 millions of visitors, for those with the first two steps; those with a first step counted
 per day, :func:`reports.funnel_step_firsts`), the other days' sessions from the events;
-else in passes by session day.
+else, over more than ``SVC_FUNNEL_PASS_VISITORS``, in passes by session day. (Over 30 days
+ending today: 1M events, 0.29M visitors, 70 ms over the events, 118 ms from
+``visitor_steps``; 10M, 2.9M visitors, 449-498 against 183 ms.)
 """
 
 from __future__ import annotations
@@ -156,7 +158,8 @@ def query_funnel(
     # About how many visitors: one statement over the events holds up to this many
     per_pass = store.settings.funnel_pass_visitors
     visitors = int(runner.rows(reports.funnel_visitors(p))[0][0] or 0)
-    facts = _step_days(p, runner, targets) if visitors > per_pass else Facts()
+    rolled_from = store.settings.funnel_rolled_visitors
+    facts = _step_days(p, runner, targets) if visitors > rolled_from else Facts()
     if facts.rolled:  # the rolled days from visitor_steps, beside the others' events
         edges = _edge_days(p, facts)
         levels, firsts, others = runner.together(
