@@ -27,7 +27,7 @@ def test_a_deleted_projects_spooled_events_do_not_reach_its_successor(
     with client(old["keys"]["secret"]) as http:
         assert http.post(srv.url + "/analytics", json=event).status_code == 200
         assert http.post(srv.url + "/analytics", json={**event, "eventId": "x"}).status_code == 200
-    r = httpx.delete(f"{srv.url}/projects/{old['id']}", headers=srv.admin())
+    r = httpx.delete(f"{srv.url}/projects/{old['id']}", headers=srv.admin(), timeout=60)
     assert r.status_code == 200, r.text
     with client(old["keys"]["secret"]) as http:  # the old key is gone with its project
         assert http.post(srv.url + "/analytics", json=event).status_code == 401
