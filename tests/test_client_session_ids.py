@@ -18,7 +18,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from svc.ingestion import client_sessions, identity
@@ -170,23 +169,21 @@ def test_a_derived_session_sent_late_in_parts_is_one_session(
     session once the timeout passed since its last event and since one of it arrived."""
     srv = both[0]
     p = srv.create_project("late-" + uuid.uuid4().hex[:8], domains=["acme.test"])
-    derived = {"ip": "10.0.21.7", "userAgent": UA}
-    first = {**ev("", at(4, 23, 50), "/a", referrer="https://www.bing.com/"), **derived}
-    second = {**ev("", at(3, 0, 10), "/b"), **derived}
+    first = ev("", at(4, 23, 50), "/a", referrer="https://www.bing.com/")
+    second = ev("", at(3, 0, 10), "/b")
     for e in (first, second):
-        del e["sessionId"]
-        r = srv.send(p["keys"]["secret"], [e])
+        derived = {k: v for k, v in e.items() if k != "sessionId"} | {"ip": "10.0.21.7"}
+        r = srv.send(p["keys"]["secret"], [derived])
         assert r.status_code == 200 and r.json()["accepted"] == 1, r.text
         time.sleep(0.6)  # housekeeping every 0.2 s: idle sessions by event time are swept
     srv.wait_loaded()
-    headers = {"Authorization": f"Bearer {p['keys']['secret']}"}
     for first_day, last_day, pageviews in ((4, 4, 1), (3, 3, 1), (4, 3, 2)):
         params = {
             "from": (TODAY - timedelta(days=first_day)).date().isoformat(),
             "to": (TODAY - timedelta(days=last_day)).date().isoformat(),
             "tz": "UTC",
         }
-        m = httpx.get(srv.url + "/metrics", params=params, headers=headers).json()
+        m = srv.metrics(p["keys"]["secret"], **params)
         got = (m["pageviews"], m["sessions"], m["bounceRate"], m["trafficSources"])
         assert got == (pageviews, 1, "0.0%", {"bing": 1}), params
 
