@@ -248,12 +248,18 @@ def test_realtime(server: Server) -> None:
         {"event": "page_view", "url": "/a", "ip": "10.1.0.1", "userAgent": UA.format(1)},
         {"event": "page_view", "url": "/b", "ip": "10.1.0.2", "userAgent": UA.format(2)},
         {"event": "page_view", "url": "/b", "ip": "10.1.0.3", "userAgent": UA.format(3)},
+        # a visitor without a page view counts, on no page
+        {"event": "signup", "url": "/c", "ip": "10.1.0.4", "userAgent": UA.format(4)},
     ]
     server.send(p["keys"]["secret"], events)
     server.wait_loaded()
     body = get(server, p, "/metrics/realtime")
-    assert body["visitors"] == 3
+    assert body["visitors"] == 4
     assert body["pages"] == [{"value": "/b", "visitors": 2}, {"value": "/a", "visitors": 1}]
+    one = get(server, p, "/metrics/realtime", limit=1)
+    assert one["visitors"] == 4 and one["pages"] == [{"value": "/b", "visitors": 2}]
+    empty = server.create_project("quiet-" + uuid.uuid4().hex[:8])
+    assert get(server, empty, "/metrics/realtime")["visitors"] == 0
 
 
 @pytest.mark.parametrize("fmt", ["ndjson", "csv", "parquet"])

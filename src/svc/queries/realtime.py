@@ -13,11 +13,10 @@ WINDOW_SECONDS = 300
 
 
 def query_realtime(store: EventStore, project_id: str, limit: int = 10) -> dict[str, Any]:
-    runner = Runner(store)
-    visitors = runner.rows(reports.realtime_visitors(project_id, WINDOW_SECONDS))
-    pages = runner.named(reports.realtime_pages(project_id, WINDOW_SECONDS, limit))
+    rows = Runner(store).named(reports.realtime(project_id, WINDOW_SECONDS, limit))
+    pages = [r for r in rows if r["value"] != ""][:limit]
     return {
-        "visitors": int(visitors[0][0]) if visitors else 0,
+        "visitors": int(rows[0]["total"]) if rows else 0,
         "windowSeconds": WINDOW_SECONDS,
         "pages": [{"value": p["value"], "visitors": int(p["visitors"])} for p in pages],
     }
