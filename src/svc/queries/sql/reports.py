@@ -798,9 +798,9 @@ _RECENT = (
 def realtime(project_id: str, window_seconds: int, limit: int) -> Statement:
     """The page each recent visitor is on (their latest page view), by visitors, up to
     ``limit`` of them, and in each row ``total`` the recent visitors (those without a page
-    view too: their row, ``value = ''``, comes first when there is one). One statement: two,
-    the visitors apart, took 14.4-17.2 ms a request at 10M events, each a read of the
-    window's granules."""
+    view too: their row, ``value = ''``, comes first when there is one). One statement, one
+    read of the window's granules: two, the visitors apart, took 10.6 against 7.4 ms p50 at
+    10M events (docs/benchmarks.md, "realtime in one statement")."""
     return Statement(
         "SELECT value, visitors, total FROM (SELECT page AS value, count() AS visitors, "
         "sum(count()) OVER () AS total FROM (SELECT visitor_id, "
