@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import re
 import sys
 from typing import Any
 
+from svc import csv_cells
 from svc.cli.common import (
     Context,
     command,
@@ -244,7 +244,8 @@ def show_totals(ctx: Context, doc: dict[str, Any], project: str) -> None:
     before = doc.get("compare") if isinstance(doc.get("compare"), dict) else None
     if ctx.opt("csv"):
         fields = ["from", "to", *[f for f, _ in TOTALS]]
-        writer = csv.writer(sys.stdout, lineterminator="\n")
+        # text visitors sent (a path, a source, a property) is no formula: svc.csv_cells
+        writer = csv_cells.Writer(sys.stdout)
         writer.writerow(["range", *fields])
         writer.writerow(["current", *[doc.get(f, "") for f in fields]])
         if before:
@@ -339,7 +340,8 @@ def show_rows(ctx: Context, rows: list[dict[str, Any]], key: str, doc: dict[str,
     fields, titles = row_columns(key)
     compared = key != "time" and isinstance(doc.get("compare"), dict)
     if ctx.opt("csv"):
-        writer = csv.writer(sys.stdout, lineterminator="\n")
+        # text visitors sent (a path, a source, a property) is no formula: svc.csv_cells
+        writer = csv_cells.Writer(sys.stdout)
         extra = [f"{p}_{f}" for f in fields for p in ("previous", "change")] if compared else []
         writer.writerow([first, *fields, *extra])
         for r in rows:

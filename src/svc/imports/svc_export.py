@@ -4,7 +4,10 @@ POST /analytics takes them (``event``, ``url``, ``ts`` in ms or ISO 8601, ...), 
 A row of an svc export keeps every column as it was stored (:attr:`Row.stored`): importing it
 on a data directory is lossless. Its ``eventId`` is its own, or a hash of what identifies it,
 the same in the NDJSON and the CSV form. A CSV export holds ``properties`` as JSON text (or,
-made before that, as ClickHouse's text of a map: ``{'k':'v'}``); both are read.
+made before that, as ClickHouse's text of a map: ``{'k':'v'}``); both are read. Its text
+cells are neutralised for spreadsheets (a single quote before a value that begins with
+``=``, ``+``, ``-``, ``@``, a tab, a carriage return or a quote: :mod:`svc.csv_cells`);
+:func:`unneutralised` takes that quote off again, so the CSV form imports the same values.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from svc.csv_cells import unneutralised as original_text
 from svc.imports.rows import (
     Item,
     Occurrences,
@@ -25,6 +29,7 @@ from svc.imports.rows import (
     reason_of,
     text_lines,
 )
+from svc.queries.sql import CSV_TEXT_COLUMNS
 from svc.schema.measurements import KINDS
 
 #: The columns an svc export has and a wire-format event has not.
@@ -141,10 +146,21 @@ def svc_csv_rows(source: Source) -> Iterator[Item]:
         for number, rec in enumerate(reader, 2):
             where = f"{source.label}:{number}"
             try:
-                identity = occ.identity(rec.get("ts_ms"), svc_identity(rec))
-                yield _svc_row(where, dict(rec), identity)
+                obj = unneutralised(rec)
+                identity = occ.identity(obj.get("ts_ms"), svc_identity(obj))
+                yield _svc_row(where, obj, identity)
             except (ValueError, TypeError) as exc:
                 yield Refusal(where, reason_of(exc))
+
+
+def unneutralised(rec: dict[str, Any]) -> dict[str, Any]:
+    """A row of an svc CSV export with its text cells as stored: the single quote the export
+    put before a cell that begins with one (every such cell got one) taken off. (A CSV made
+    before exports neutralised cells loses the first quote of a value that began with one.)"""
+    return {
+        k: original_text(v) if k in CSV_TEXT_COLUMNS and isinstance(v, str) else v
+        for k, v in rec.items()
+    }
 
 
 def parse_properties_text(text: str) -> dict[str, Any]:

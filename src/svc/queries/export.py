@@ -1,5 +1,12 @@
 """Raw export of a project's events for a range: NDJSON, CSV or Parquet, streamed from
-ClickHouse in its own output formats (Python never touches a row)."""
+ClickHouse in its own output formats (Python never touches a row).
+
+NDJSON and Parquet hold every value exactly as stored. CSV is for spreadsheets, and its
+text columns hold what visitors sent (event names, URLs, referrers, UTM values,
+properties): a cell that would begin with ``=``, ``+``, ``-``, ``@``, a tab, a carriage
+return or a single quote begins with a single quote instead (OWASP's advice on CSV
+injection; :func:`svc.queries.sql.csv_cell`), so that no spreadsheet runs it as a formula.
+The numeric columns are left as they are."""
 
 from __future__ import annotations
 
@@ -46,9 +53,10 @@ def export_chunks(
     between pieces. A Parquet file cannot be cut: the store writes it to a file in the data
     directory (~30 bytes an event), which is then sent and deleted."""
     ch_format = export_format(fmt)[0]
-    text = ch_format.startswith("CSV")  # a CSV cell holds the properties as JSON text
+    # CSV: the properties as JSON text, and every text cell neutralised for spreadsheets
+    csv = ch_format.startswith("CSV")
     if store.streams_results:
-        stmt = sql.export_events(project_id, rng, json_properties=text)
+        stmt = sql.export_events(project_id, rng, csv=csv)
         yield from store.stream_raw(stmt.sql, stmt.params, ch_format)
         return
     if ch_format == "Parquet":
@@ -62,7 +70,7 @@ def export_chunks(
         piece_events,
     )
     for i, window in enumerate(windows or [None]):  # none: the header (CSV) alone
-        stmt = sql.export_events(project_id, rng, window, json_properties=text)
+        stmt = sql.export_events(project_id, rng, window, csv=csv)
         piece_format = ch_format if i == 0 else _CONTINUED.get(ch_format, ch_format)
         piece = store.raw_query(stmt.sql, stmt.params, piece_format)
         if store.settings.store_memory_release_seconds:  # 0: never
@@ -123,3 +131,4 @@ def _delete_stale(directory: Path) -> None:
 
 def _statement(stmt: sql.Statement) -> tuple[str, dict[str, object]]:
     return stmt.sql, stmt.params
+

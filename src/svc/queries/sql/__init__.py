@@ -15,6 +15,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from svc import csv_cells
 from svc.queries.dates import DateRange
 from svc.queries.sql.statement import RANGE_WHERE, Statement
 from svc.schema.measurements import COUNTED_SQL
@@ -91,6 +92,65 @@ EXPORT_COLUMNS_JSON_PROPERTIES = EXPORT_COLUMNS.replace(
     " properties,", " toJSONString(properties) AS properties,"
 )
 
+#: The export's text columns: in CSV each is neutralised (:func:`csv_cell`). The others
+#: (``ts_ms``, ``session_id``, ``visitor_id``, ``screen_width``, ``received_ms``) are
+#: unsigned integers the service writes itself and stay as they are.
+CSV_TEXT_COLUMNS = frozenset(
+    (
+        "event",
+        "url",
+        "hostname",
+        "path",
+        "referrer",
+        "referrer_host",
+        "source",
+        "channel",
+        "utm_source",
+        "utm_medium",
+        "utm_campaign",
+        "utm_content",
+        "utm_term",
+        "click_id",
+        "event_id",
+        "properties",
+        "browser",
+        "browser_version",
+        "os",
+        "os_version",
+        "device",
+        "country",
+        "region",
+        "city",
+    )
+)
+
+_CSV_STARTS_SQL = "(" + ", ".join(
+    "'" + c.replace("\t", "\\t").replace("\r", "\\r").replace("'", "''") + "'"
+    for c in csv_cells.FORMULA_STARTS
+) + ")"
+
+
+def csv_cell(expr: str) -> str:
+    """``expr`` (a String) as a CSV cell no spreadsheet runs, by the rule of
+    :mod:`svc.csv_cells`: a value that begins with one of its ``FORMULA_STARTS`` (``=``,
+    ``+``, ``-``, ``@``, tab, carriage return, single quote) gets a single quote in front
+    (``=1+1`` -> ``'=1+1``). Each of these characters is one byte in UTF-8, so ``substring``
+    by bytes reads the first character exactly."""
+    return f"if(substring({expr}, 1, 1) IN {_CSV_STARTS_SQL}, concat('''', {expr}), {expr})"
+
+
+def _csv_columns() -> str:
+    out = []
+    for column in EXPORT_COLUMNS_JSON_PROPERTIES.split(","):
+        expr, _, alias = column.strip().rpartition(" AS ")
+        expr = expr or alias
+        out.append(f"{csv_cell(expr)} AS {alias}" if alias in CSV_TEXT_COLUMNS else column.strip())
+    return ", ".join(out)
+
+
+#: The export columns of CSV: ``properties`` as JSON text, every text column neutralised.
+EXPORT_COLUMNS_CSV = _csv_columns()
+
 
 def export_events(
     project_id: str,
@@ -98,10 +158,13 @@ def export_events(
     window: tuple[datetime, datetime] | None = None,
     *,
     json_properties: bool = False,
+    csv: bool = False,
 ) -> Statement:
     """Every event of a project in a range, oldest first, in the documented export columns
-    (``properties`` as JSON text with ``json_properties``); with ``window`` (naive UTC start
-    and end) only those of that part of the range."""
+    (``properties`` as JSON text with ``json_properties``; with ``csv``, that and every text
+    column neutralised for spreadsheets: :func:`csv_cell`); with ``window`` (naive UTC start
+    and end) only those of that part of the range. The order is the same whatever the
+    columns (by ``events.event_id``, the stored id, never a neutralised alias)."""
     params = _range_params(project_id, rng)
     where = RANGE_WHERE
     if window is not None:
@@ -110,7 +173,9 @@ def export_events(
     # toDate(ts) first: the same order, and the table's (its key starts with the day), so
     # ClickHouse sorts a day at a time instead of the whole range at once.
     columns = EXPORT_COLUMNS_JSON_PROPERTIES if json_properties else EXPORT_COLUMNS
-    sql = f"SELECT {columns} FROM events WHERE {where} ORDER BY toDate(ts), ts, event_id"
+    if csv:
+        columns = EXPORT_COLUMNS_CSV
+    sql = f"SELECT {columns} FROM events WHERE {where} ORDER BY toDate(ts), ts, events.event_id"
     return Statement(sql, params)
 
 
