@@ -14,6 +14,22 @@ from svc.retention.policy import merge_options as merge_retention_options
 from svc.runtime import Runtime
 from svc.timeutil import now_ms
 
+#: What a project record shows to those who may read the project but not manage it (a
+#: viewer, an editor, a guest): what the dashboard needs to read it (its id, its name, the
+#: time zone its days are read in). Its settings (domains, plan, ``options``: excluded
+#: address ranges and paths, quota, retention, alert thresholds) and timestamps are the
+#: managers' (docs/api.md, "/projects": "What each role sees of a project").
+PUBLIC_FIELDS = ("id", "name", "timezone")
+
+
+def project_view(record: dict[str, Any], may_manage: bool) -> dict[str, Any]:
+    """A project record as its reader may see it: whole for those with the ``manage`` right
+    (the admin token, the project's secret key, an owner or admin of its team), else only
+    :data:`PUBLIC_FIELDS`. Every route that answers a project record shapes it here."""
+    if may_manage:
+        return record
+    return {k: record[k] for k in PUBLIC_FIELDS if k in record}
+
 
 class ProjectService:
     def __init__(self, runtime: Runtime) -> None:

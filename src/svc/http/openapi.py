@@ -452,6 +452,10 @@ class ProjectOptions(Doc):
 
 
 class Project(Doc):
+    """A project. Those who may manage it (admin token, its secret key, an owner or admin of
+    its team) see every field; the others (viewer, editor, guest) only ``id``, ``name``,
+    ``timezone`` and ``role``."""
+
     id: Annotated[str, Meta(examples=["svc_proj_acme"])] | UnsetType = UNSET
     name: str | UnsetType = UNSET
     timezone: str | UnsetType = UNSET
@@ -460,6 +464,10 @@ class Project(Doc):
     options: dict[str, Any] | UnsetType = UNSET
     created_at: Timestamp | UnsetType = UNSET
     updated_at: Timestamp | UnsetType = UNSET
+    role: (
+        Annotated[str, Meta(description="GET /projects with a session: the account's role.")]
+        | UnsetType
+    ) = UNSET
 
 
 class ProjectInput(Doc):
@@ -857,7 +865,8 @@ def _projects(settings: Settings, secured: list[dict[str, list[str]]]) -> dict[s
                 requestBody=body("ProjectInput"),
             ),
             "get": op(
-                "List projects (admin: all; secret key: its own)",
+                "List projects (admin: all; secret key: its own; a session: those it reaches, "
+                "settings only where it may manage)",
                 {"200": _json("Projects", "The projects."), **_errors(settings, 401, 403)},
             ),
         },

@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from svc.accounts import teams as account_teams
+from svc.accounts.roles import MANAGE
 from svc.auth import Principal
 from svc.errors import Forbidden, InvalidRequest
 from svc.http.common import json_body, json_response, principal_of
@@ -28,7 +29,7 @@ from svc.ingestion.pipeline import (
 from svc.limits.plans import QUOTA_OPTION, check_quota_option, guard_quota_option
 from svc.mail.alerts import OPTION as ALERTS_OPTION
 from svc.mail.alerts import check_option as check_alerts_option
-from svc.projects import ProjectService
+from svc.projects import ProjectService, project_view
 from svc.queries.dates import parse_zone
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
@@ -89,11 +90,11 @@ async def list_projects(request: Request) -> Response:
     if principal.is_admin:
         projects = await asyncio.to_thread(_service(request).list_all)
     elif principal.access is not None:  # an account: the projects its roles reach
-        roles = principal.access.project_roles
-        projects = [
-            {**p, "role": roles[p["id"]]}
+        access = principal.access
+        projects = [  # each as the account's role shows it: settings to managers only
+            {**project_view(p, MANAGE in access.on_project(p["id"])), "role": role}
             for p in await asyncio.to_thread(_service(request).list_all)
-            if p["id"] in roles
+            if (role := access.project_roles.get(p["id"])) is not None
         ]
     else:
         if principal.project is None:
