@@ -154,7 +154,7 @@ def test_backup_to_s3_under_load_restores_every_acknowledged_event(
     proc = svcm(
         "restore",
         "--from",
-        f"s3://{BUCKET}/load/svc-nope",
+        f"s3://{BUCKET}/load/svc-20200101T000000.000Z-0000",
         "--data-dir",
         str(tmp_path / "x"),
         env=cli_env,

@@ -91,6 +91,21 @@ def dump(url: str, target: Path) -> dict[str, Any]:
     }
 
 
+def check_dump(dump_file: Path) -> None:
+    """PostgresError naming ``dump_file`` unless ``pg_restore --list`` reads its table of
+    contents (a damaged or truncated custom-format dump does not list; the rows themselves
+    are checked by the manifest's digest and by ``pg_restore --exit-on-error``)."""
+    pg_restore = shutil.which("pg_restore")
+    if pg_restore is None:
+        raise PostgresError("pg_restore is not installed (Debian: postgresql-client)")
+    proc = subprocess.run(
+        [pg_restore, "--list", str(dump_file)], capture_output=True, text=True, timeout=600
+    )
+    if proc.returncode != 0:
+        reason = " ".join(proc.stderr.split())[:300]
+        raise PostgresError(f"the backup is damaged: {dump_file} is not a readable dump: {reason}")
+
+
 def restore(dump_file: Path, url: str) -> None:
     """``pg_restore`` the dump into the (empty) database at ``url``."""
     pg_restore = shutil.which("pg_restore")

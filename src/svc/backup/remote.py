@@ -18,6 +18,7 @@ directory and restores from there as from a local backup, then deletes the downl
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import shutil
@@ -79,7 +80,12 @@ def scan(place: S3Place) -> tuple[list[dict[str, Any]], list[str]]:
             doc = json.loads(data) if data is not None else None
         except ValueError:
             doc = None
-        if isinstance(doc, dict) and doc.get("format") == catalog.FORMAT:
+        if (
+            isinstance(doc, dict)
+            and doc.get("format") == catalog.FORMAT
+            and catalog.belongs(doc, name, place.url)  # found under its own name only
+        ):
+            doc.pop(catalog.FILES, None)  # for restore only: a listing is short
             complete.append(doc)
         else:
             incomplete.append(name)
@@ -94,8 +100,8 @@ def prune(place: S3Place, keep: int) -> list[str]:
     needed = {str(m["name"]) for m in kept} | {str(m["base"]) for m in kept if m.get("base")}
     removed: list[str] = []
     for manifest in complete:
-        name = str(manifest["name"])
-        if name in needed:
+        name = str(manifest["name"])  # the prefix it was found under (scan)
+        if name in needed or not catalog.is_name(name):
             continue
         place.delete_prefix(f"{name}/{catalog.MANIFEST}")
         place.delete_prefix(f"{name}/")
@@ -126,9 +132,13 @@ async def _take_to_s3(runtime: Runtime, place: S3Place, *, keep: int | None, ful
         events_base = s3_engine(place, f"{base['name']}/{EVENTS_DIR}") if base else None
         events_to = s3_engine(place, f"{name}/{EVENTS_DIR}")
         manifest = await take_parts(runtime, staging, name, base, events_to, events_base)
+        files = await asyncio.to_thread(catalog.digest_files, staging)
         await asyncio.to_thread(_upload, place, staging, name)
+        # the store's files went straight to the bucket: read back once for their digests
+        files |= await asyncio.to_thread(_digest_objects, place, name, EVENTS_DIR)
+        manifest[catalog.FILES] = dict(sorted(files.items()))
         manifest["seconds"] = round(time.monotonic() - started, 3)
-        manifest["bytes"] = await asyncio.to_thread(place.size, f"{name}/")
+        manifest["bytes"] = sum(int(f["bytes"]) for f in files.values())
         manifest["location"] = f"{place.url.rstrip('/')}/{name}"
         data = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
         await asyncio.to_thread(place.put_bytes, f"{name}/{catalog.MANIFEST}", data)
@@ -142,7 +152,27 @@ async def _take_to_s3(runtime: Runtime, place: S3Place, *, keep: int | None, ful
         await asyncio.to_thread(shutil.rmtree, staging, True)
     removed = await asyncio.to_thread(prune, place, keep) if keep else []
     log.info("backup %s/%s taken in %.1f s", place.url, name, manifest["seconds"])
-    return {**manifest, "path": manifest["location"], "removed": removed}
+    shown = {k: v for k, v in manifest.items() if k != catalog.FILES}  # kept in the object
+    return {**shown, "path": manifest["location"], "removed": removed}
+
+
+def _digest_objects(place: S3Place, name: str, folder: str) -> dict[str, dict[str, Any]]:
+    """The size and sha256 of every object under ``<name>/<folder>/`` in the bucket, by path
+    relative to ``<name>/`` (as :func:`svc.backup.catalog.digest_files`), streamed."""
+    files: dict[str, dict[str, Any]] = {}
+    for key in place.keys(f"{name}/{folder}/"):
+        resp = place._call(
+            f"read {key} back",
+            place.client.get_object,
+            Bucket=place.bucket,
+            Key=place._key(key),
+        )
+        digest, size = hashlib.sha256(), 0
+        for chunk in resp["Body"].iter_chunks(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+        files[key[len(name) + 1 :]] = {"bytes": size, "sha256": digest.hexdigest()}
+    return files
 
 
 def _upload(place: S3Place, staging: Path, name: str) -> None:
@@ -155,21 +185,45 @@ def download(url: str, settings: Settings, into: Path) -> Path:
     """Download the backup at ``url`` (``s3://bucket/prefix/<name>``), and its full base if
     it is differential, into ``into``; the local backup's directory (``into/<name>``)."""
     parent, _, name = url.rstrip("/").rpartition("/")
-    if not name.startswith(catalog.PREFIX) or parent == "s3:/":
+    if not catalog.is_name(name) or parent == "s3:/":
         raise catalog.BackupError(
-            f"{url}: not a backup's URL (s3://bucket/prefix/{catalog.PREFIX}...)"
+            f"{url}: not a backup's URL (s3://bucket/prefix/{catalog.PREFIX}<UTC time>Z-<hex>)"
         )
     place = open_place(parent, access_of(settings))
-    data = place.get_bytes(f"{name}/{catalog.MANIFEST}")
-    if data is None:
+    assert isinstance(place, S3Place)  # parent is s3://...
+    manifest = _manifest_of(place, name)
+    if manifest is None:
         raise catalog.BackupError(f"no complete backup at {url} (no {catalog.MANIFEST})")
-    manifest = json.loads(data)
-    names = [name] + ([str(manifest["base"])] if manifest.get("base") else [])
-    for each in names:
-        if place.get_bytes(f"{each}/{catalog.MANIFEST}") is None:
-            raise catalog.BackupError(f"{url}: its full base {each} is not in {parent}")
+    names = [name]
+    if manifest.get("base") is not None:
+        names.append(catalog.check_name(manifest.get("base"), f"{url}: the manifest's base"))
+        if _manifest_of(place, names[1]) is None:
+            raise catalog.BackupError(f"{url}: its full base {names[1]} is not in {parent}")
+    for each in names:  # well-formed names only: each download stays under into/
         place.download(f"{each}/", into / each)
     return into / name
+
+
+def _manifest_of(place: S3Place, name: str) -> dict[str, Any] | None:
+    """The manifest under ``<name>/`` (None: there is none); BackupError when it is not
+    readable or names another backup than ``name``."""
+    data = place.get_bytes(f"{name}/{catalog.MANIFEST}")
+    if data is None:
+        return None
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        doc = None
+    if not isinstance(doc, dict) or doc.get("format") != catalog.FORMAT:
+        raise catalog.BackupError(
+            f"{place.url}/{name}/{catalog.MANIFEST} is not a manifest of format {catalog.FORMAT}"
+        )
+    if doc.get("name") != name:
+        raise catalog.BackupError(
+            f"{place.url}/{name}/{catalog.MANIFEST} names another backup ({doc.get('name')!r}): "
+            "it is not this backup's manifest"
+        )
+    return doc
 
 
 def restore_from_s3(
@@ -191,7 +245,11 @@ def restore_from_s3(
             local = download(url, settings, work)
         except (catalog.BackupError, PlaceError) as exc:
             raise RestoreRefused(str(exc)) from exc
-        summary = restore(local, data_dir, meta_url)
+        try:
+            summary = restore(local, data_dir, meta_url)
+        except RestoreRefused as exc:  # name the bucket's object, not the deleted download
+            parent = url.rstrip("/").rpartition("/")[0]
+            raise RestoreRefused(str(exc).replace(f"{work}/", f"{parent}/")) from exc
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return {**summary, "from": url}

@@ -102,15 +102,19 @@ async def take(runtime: Runtime, to: Path, *, keep: int | None = None, full: boo
                 f"File({sql_string(str(to / str(base['name']) / EVENTS_DIR))})" if base else None
             )
             manifest = await take_parts(runtime, target, name, base, events_to, base_sql)
+            # every file's size and sha256, for svcm restore to check (read back once)
+            files = await asyncio.to_thread(catalog.digest_files, target)
+            manifest[catalog.FILES] = files
             manifest["seconds"] = round(time.monotonic() - started, 3)
-            manifest["bytes"] = await asyncio.to_thread(catalog.size_of, target)
+            manifest["bytes"] = sum(int(f["bytes"]) for f in files.values())
             await asyncio.to_thread(catalog.write_manifest, target, manifest)
         except BaseException:
             await asyncio.to_thread(shutil.rmtree, target, True)
             raise
         removed = await asyncio.to_thread(catalog.prune, to, keep) if keep else []
         log.info("backup %s taken in %.1f s", name, manifest["seconds"])
-        return {**manifest, "path": str(target), "removed": removed}
+        shown = {k: v for k, v in manifest.items() if k != catalog.FILES}  # kept in the file
+        return {**shown, "path": str(target), "removed": removed}
 
 
 async def take_parts(

@@ -114,7 +114,10 @@ def run_backup(ctx: Context) -> int:
         ]
         ctx.out.table(["name", "kind", "base", "events", "spooled", "size"], rows)
         for name in doc["incomplete"]:
-            ctx.out.warn(f"{name}: incomplete (no manifest.json): a failed or running backup")
+            ctx.out.warn(
+                f"{name}: incomplete (no manifest.json, or one that names another backup): "
+                "a failed or running backup, never pruned"
+            )
         return 0
     keep = ctx.opt("keep")
     if keep is not None and keep < 1:
