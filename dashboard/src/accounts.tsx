@@ -4,7 +4,7 @@
 // allows; the server decides (its 403 and 409 messages are shown as they are).
 
 import type { JSX } from "preact";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { Api, ApiError } from "./api";
 import { ErrorNote, SelectField, StatusNote, TextField } from "./fields";
 import { Modal } from "./ui";
@@ -743,6 +743,75 @@ function TransferProject(props: {
   );
 }
 
+/** A button that asks before it acts (a withdrawal cannot be undone). Pressed, it gives way
+ * to the question, a confirming button (focused) and "Keep"; Escape or "Keep" cancels and
+ * gives the focus back to the button. Every step works from the keyboard. */
+function ConfirmAction(props: {
+  label: string;
+  /** The button's accessible name (the label alone is ambiguous in a list). */
+  name: string;
+  question: string;
+  confirm: string;
+  onConfirm: () => void | Promise<void>;
+}): JSX.Element {
+  const [asking, setAsking] = useState(false);
+  const opener = useRef<HTMLButtonElement>(null);
+  const yes = useRef<HTMLButtonElement>(null);
+  const refocus = useRef(false);
+  useEffect(() => {
+    if (asking) yes.current?.focus();
+    else if (refocus.current) opener.current?.focus();
+    refocus.current = false;
+  }, [asking]);
+  const cancel = () => {
+    refocus.current = true;
+    setAsking(false);
+  };
+  if (!asking) {
+    return (
+      <button
+        type="button"
+        class="link small"
+        ref={opener}
+        aria-label={props.name}
+        onClick={() => setAsking(true)}
+      >
+        {props.label}
+      </button>
+    );
+  }
+  return (
+    <span
+      class="confirm-action"
+      role="group"
+      aria-label={props.question}
+      onKeyDown={(e) => {
+        if (e.key === "Escape") {
+          e.preventDefault(); // the question closes, not the dialog around it
+          e.stopPropagation();
+          cancel();
+        }
+      }}
+    >
+      <span>{props.question}</span>
+      <button
+        type="button"
+        class="link small danger"
+        ref={yes}
+        onClick={() => {
+          setAsking(false);
+          void props.onConfirm();
+        }}
+      >
+        {props.confirm}
+      </button>
+      <button type="button" class="link small" onClick={cancel}>
+        Keep
+      </button>
+    </span>
+  );
+}
+
 /** The team's members, invitations and the current project's guests. */
 export function TeamDialog(props: {
   api: Api;
@@ -972,6 +1041,29 @@ export function TeamDialog(props: {
               </ul>
             ) : (
               <p class="note">No guests.</p>
+            )}
+            {guests.invitations.length > 0 && (
+              <ul class="plain edit-list" aria-label="Pending guest invitations">
+                {guests.invitations.map((i) => (
+                  <li key={i.id} data-invitation={i.email}>
+                    <span>
+                      {i.email}: invited, until {i.expiresAt.slice(0, 10)}
+                    </span>
+                    <ConfirmAction
+                      label="Withdraw"
+                      name={`Withdraw the guest invitation of ${i.email}`}
+                      question={`Withdraw the invitation of ${i.email}? Its link stops working.`}
+                      confirm="Withdraw invitation"
+                      onConfirm={() =>
+                        run(async () => {
+                          await api.send("DELETE", `${guestsPath}/invitations/${encodeURIComponent(i.id)}`);
+                          setStatus(`The invitation of ${i.email} is withdrawn: its link no longer works.`);
+                        })
+                      }
+                    />
+                  </li>
+                ))}
+              </ul>
             )}
             <InviteForm
               label="Guest's email"

@@ -155,16 +155,31 @@ def pending_invitations(
     return [_invitation(r) for r in rows]
 
 
-def revoke_invitation(meta: MetaStore, invitation_id: str, team_id: str) -> None:
+def revoke_invitation(
+    meta: MetaStore,
+    invitation_id: str,
+    team_id: str | None = None,
+    *,
+    project_id: str | None = None,
+) -> None:
+    """Withdraw a pending invitation of a team (``team_id``: one to a team role) or of a
+    project (``project_id``: one to be its guest); name exactly one. From then on its link
+    is unknown to :func:`find_invitation` and :func:`take_invitation` (404). 404 when the
+    invitation is not a pending one of that team or project (another's, accepted, withdrawn
+    already), so a right on one team or project withdraws nothing of another."""
+    if (team_id is None) == (project_id is None):
+        raise ValueError("name the team or the project of the invitation, not both")
     writable(meta)
+    where = [I.c.id == invitation_id, I.c.accepted_at.is_(None), I.c.revoked_at.is_(None)]
+    if team_id is not None:
+        where += [I.c.team_id == team_id, I.c.project_id.is_(None)]
+    else:
+        where.append(I.c.project_id == project_id)
     with meta.engine.begin() as conn:
-        result = conn.execute(
-            update(I)
-            .where(I.c.id == invitation_id, I.c.team_id == team_id, I.c.accepted_at.is_(None))
-            .values(revoked_at=now_ms())
-        )
+        result = conn.execute(update(I).where(*where).values(revoked_at=now_ms()))
     if result.rowcount != 1:
-        raise NotFound(f"no pending invitation {invitation_id!r} in this team")
+        what = "this team" if team_id is not None else "this project's guests"
+        raise NotFound(f"no pending invitation {invitation_id!r} of {what}")
 
 
 # password resets --------------------------------------------------------------------------

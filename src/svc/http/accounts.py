@@ -411,6 +411,23 @@ async def remove_guest(request: Request) -> Any:
 
 
 @_run()
+async def withdraw_guest_invitation(request: Request) -> Any:
+    """DELETE /projects/{project_id}/guests/invitations/{invitation_id}: the link stops
+    working (404 on preview and accept); 404 unless it is a pending guest invitation of
+    this project."""
+    _, project_id = await _project(request, "members")
+    from svc.accounts import invites
+
+    await asyncio.to_thread(
+        invites.revoke_invitation,
+        service_of(request).meta,
+        request.path_params["invitation_id"],
+        project_id=project_id,
+    )
+    return {"ok": True}
+
+
+@_run()
 async def transfer_project(request: Request) -> Any:
     actor, project_id = await _project(request, "owner")
     body = await json_body(request)
@@ -451,5 +468,10 @@ ROUTES = [
     Route("/projects/{project_id}/guests", list_guests, methods=["GET"]),
     Route("/projects/{project_id}/guests", invite_guest, methods=["POST"]),
     Route("/projects/{project_id}/guests/{account_id}", remove_guest, methods=["DELETE"]),
+    Route(
+        "/projects/{project_id}/guests/invitations/{invitation_id}",
+        withdraw_guest_invitation,
+        methods=["DELETE"],
+    ),
     Route("/projects/{project_id}/transfer", transfer_project, methods=["POST"]),
 ]

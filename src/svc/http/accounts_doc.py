@@ -482,6 +482,19 @@ def account_paths(
             "parameters": [project, account],
             "delete": op("Remove a guest (admin)", done, 401, 403, 404),
         },
+        "/projects/{project_id}/guests/invitations/{invitation_id}": {
+            "parameters": [
+                project,
+                _param("invitation_id", "path", "Invitation id, `inv_...`.", True),
+            ],
+            "delete": op(
+                "Withdraw a pending guest invitation (admin): its link answers 404 from then on",
+                done,
+                401,
+                403,
+                404,
+            ),
+        },
         "/projects/{project_id}/transfer": {
             "parameters": [project],
             "post": op(

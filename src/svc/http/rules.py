@@ -60,6 +60,7 @@ RULES: dict[str, str] = {
     "GET /projects/{project_id}/guests": "members",
     "POST /projects/{project_id}/guests": "members",
     "DELETE /projects/{project_id}/guests/{account_id}": "members",
+    "DELETE /projects/{project_id}/guests/invitations/{invitation_id}": "members",
     # email reports and alerts (svc.http.mail)
     "GET /projects/{project_id}/subscriptions": "read",  # keys: edit; a reader sees its own
     "POST /projects/{project_id}/subscriptions": "edit",  # a reader: its own address (read)
