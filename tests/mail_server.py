@@ -2,7 +2,8 @@
 
 Use the ``mail_server`` fixture (import it into a test module or a conftest:
 ``from tests.mail_server import mail_server``), or :class:`MailServer` directly. Point svc at
-it with ``Server(..., env={"SVC_SMTP_URL": mail.url, "SVC_MAIL_RETRY_SECONDS": "0.2"})``; read
+it with ``Server(..., port=port, env=mail.svc_env(port))`` (mail needs ``SVC_BASE_URL``: every
+link in mail starts with it; here the server's own address); read
 what arrived with :meth:`MailServer.wait_for` (parsed :class:`email.message.EmailMessage`).
 :meth:`MailServer.stop` then :meth:`MailServer.start` simulate an outage on the same port.
 """
@@ -50,6 +51,15 @@ class MailServer:
     def url(self) -> str:
         """``SVC_SMTP_URL`` for this server."""
         return f"smtp://127.0.0.1:{self.port}?timeout=5"
+
+    def svc_env(self, port: int) -> dict[str, str]:
+        """The settings of a svc on ``port`` that mails through this server: ``SVC_SMTP_URL``,
+        quick retries, and ``SVC_BASE_URL`` (which mail needs) the svc's own address."""
+        return {
+            "SVC_SMTP_URL": self.url,
+            "SVC_MAIL_RETRY_SECONDS": "0.2",
+            "SVC_BASE_URL": f"http://127.0.0.1:{port}",
+        }
 
     def start(self) -> MailServer:
         self._controller = Controller(_Handler(self), hostname="127.0.0.1", port=self.port)

@@ -49,6 +49,7 @@ def exclusive_lock(path: Path) -> Iterator[None]:
     finally:
         proc.stdin.close()
         proc.wait(30)
+        proc.stdout.close()
 
 
 def _event(i: int) -> dict[str, object]:

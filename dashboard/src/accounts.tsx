@@ -409,6 +409,7 @@ export function AccountDialog(props: {
   const [code, setCode] = useState("");
   const [codes, setCodes] = useState<string[] | null>(null);
   const [offPassword, setOffPassword] = useState("");
+  const [enrolPassword, setEnrolPassword] = useState("");
 
   const load = async () => setMe(await api.send<Me>("GET", "/account"));
   useEffect(() => {
@@ -439,10 +440,12 @@ export function AccountDialog(props: {
     void run(async () => {
       const r = await api.send<{ recoveryCodes: string[] }>("POST", "/account/totp/confirm", {
         code: code.trim(),
+        password: enrolPassword,
       });
       setCodes(r.recoveryCodes);
       setEnrol(null);
       setCode("");
+      setEnrolPassword("");
       await load();
     });
   };
@@ -549,6 +552,14 @@ export function AccountDialog(props: {
                   required
                   value={code}
                   onValue={setCode}
+                />
+                <TextField
+                  label="Your password"
+                  type="password"
+                  autocomplete="current-password"
+                  required
+                  value={enrolPassword}
+                  onValue={setEnrolPassword}
                 />
                 <button type="submit" class="primary">
                   Turn on

@@ -38,6 +38,7 @@ from svc.http.observe import RequestStats
 from svc.http.openapi import openapi_document
 from svc.http.script import serve_script
 from svc.limits.core import Limits
+from svc.mail import links as mail_links
 from svc.projects import ProjectService
 from svc.runtime import Runtime
 from svc.settings import Settings
@@ -47,6 +48,7 @@ log = logging.getLogger("svc")
 
 def create_app(settings: Settings) -> Starlette:
     internal_metrics.check_token(settings.internal_metrics_token)
+    mail_links.check_settings(settings)  # mail on needs SVC_BASE_URL (svc.mail.links)
     runtime = Runtime(settings)
     limits = Limits(settings, runtime.ingest.usage)  # rate limits and quotas (svc.limits)
     runtime.ingest.quotas = limits.quotas
@@ -61,6 +63,9 @@ def create_app(settings: Settings) -> Starlette:
         try:
             yield
         finally:
+            accounts = getattr(app.state, "accounts", None)  # svc.http.accounts.service_of
+            if accounts is not None:
+                await accounts.reset_work_done()
             await operations.stop()
             await runtime.stop()
             await limits.close()

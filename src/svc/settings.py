@@ -50,7 +50,10 @@ class Settings:
         "project and key is then gone). false: refuse to start.",
     )
     base_url: str = _setting(
-        "", "Public base URL of the service, used in docs and snippets. Empty: from the request."
+        "",
+        "Public address of the service (https://stats.example.com): every link in mail starts "
+        "with it, and mail (SVC_SMTP_URL) needs it. Empty: snippets and links shown in answers "
+        "use the request's origin; no mail carries a link.",
     )
     smtp_url: str = _setting(
         "",
@@ -215,6 +218,16 @@ class Settings:
         "10/h:10",
         "Failed sign-ins per email, known or not (same form); past it, sign-in to that "
         "account gets 429. 0: off.",
+    )
+    reset_limit_per_address: str = _setting(
+        "10/h:10",
+        "Password-reset requests per client address (same form as the rate limits), answered "
+        "or not; past it, POST /auth/reset from that address gets 429. 0: off.",
+    )
+    reset_limit_per_account: str = _setting(
+        "3/h:3",
+        "Password-reset requests per email, known or not (same form); past it, POST "
+        "/auth/reset for that email gets 429 and no mail is sent. 0: off.",
     )
     session_hours: float = _setting(
         24.0, "Lifetime of an account's session token after sign-in (hours)."

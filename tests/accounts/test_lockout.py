@@ -10,10 +10,16 @@ import time
 from collections.abc import Iterator
 
 import httpx
-import pyotp
 import pytest
 
-from tests.accounts.conftest import PASSWORD, call, invite_token, new_team, unique_email
+from tests.accounts.conftest import (
+    PASSWORD,
+    call,
+    invite_token,
+    new_team,
+    turn_on_totp,
+    unique_email,
+)
 from tests.support import Server, is_error
 
 
@@ -114,15 +120,14 @@ def test_guessing_codes_to_turn_two_factor_off_is_limited(tight: Server) -> None
     """A session that guesses codes (or passwords) to turn two-factor off meets the sign-in
     limit of its account: wrong guesses are failed sign-ins."""
     _, owner = new_team(tight)
-    totp = pyotp.TOTP(call(tight, "POST", "/account/totp", owner.token).json()["secret"])
-    r = call(tight, "POST", "/account/totp/confirm", owner.token, json={"code": totp.now()})
-    assert r.status_code == 200, r.text
+    app, _ = turn_on_totp(tight, owner.token)
+    totp = app.totp
     wrong = f"{(int(totp.now()) + 500_000) % 1_000_000:06d}"
     via = {"X-Forwarded-For": "198.51.100.3"}
     for _ in range(3):
         r = call(tight, "DELETE", "/account/totp", owner.token, json={"code": wrong}, headers=via)
         is_error(r, 400, "code")
-    r = call(tight, "DELETE", "/account/totp", owner.token, json={"code": totp.now()}, headers=via)
+    r = call(tight, "DELETE", "/account/totp", owner.token, json={"code": app.code()}, headers=via)
     assert is_error(r, 429)["error"]["code"] == "rate_limited"
     assert call(tight, "GET", "/account", owner.token).json()["totpEnabled"] is True
     assert "wrong_code" in tight.log()

@@ -12,16 +12,18 @@ import pytest
 
 from tests.accounts.conftest import CHEAP_HASHES, PASSWORD, call, new_team, sign_in, unique_email
 from tests.mail_server import MailServer, mail_server
-from tests.support import Server, is_error
+from tests.support import Server, free_port, is_error
 
 __all__ = ["mail_server"]
 
 
 @pytest.fixture(scope="module")
 def mailing(tmp_path_factory: pytest.TempPathFactory, mail_server: MailServer) -> Iterator[Server]:
+    port = free_port()
     server = Server(
         tmp_path_factory.mktemp("account-mail") / "data",
-        env={**CHEAP_HASHES, "SVC_SMTP_URL": mail_server.url, "SVC_MAIL_RETRY_SECONDS": "0.2"},
+        port=port,
+        env={**CHEAP_HASHES, **mail_server.svc_env(port)},
     ).start()
     yield server
     server.stop()

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import pyotp
-
-from tests.accounts.conftest import PASSWORD, call, new_team, sign_in
+from tests.accounts.conftest import (
+    PASSWORD,
+    Authenticator,
+    call,
+    new_team,
+    sign_in,
+    turn_on_totp,
+)
 from tests.support import Server, is_error
 
 
@@ -80,20 +85,30 @@ def test_two_factor_enroll_verify_and_single_use_recovery_codes(srv: Server) -> 
     _, owner = new_team(srv)
     begun = call(srv, "POST", "/account/totp", owner.token).json()
     assert begun["uri"].startswith("otpauth://totp/")
-    totp = pyotp.TOTP(begun["secret"])
+    app = Authenticator(begun["secret"])
+    confirm = "/account/totp/confirm"
     is_error(
-        call(srv, "POST", "/account/totp/confirm", owner.token, json={"code": "000000"}),
+        call(srv, "POST", confirm, owner.token, json={"code": "000000", "password": PASSWORD}),
         400,
         "code",
     )
-    r = call(srv, "POST", "/account/totp/confirm", owner.token, json={"code": totp.now()})
+    # turning it on needs the password too: a session alone could lock the owner out
+    code = app.code()
+    is_error(call(srv, "POST", confirm, owner.token, json={"code": code}), 400, "password")
+    is_error(
+        call(srv, "POST", confirm, owner.token, json={"code": code, "password": "nope" * 3}),
+        400,
+        "password",
+    )
+    r = call(srv, "POST", confirm, owner.token, json={"code": code, "password": PASSWORD})
     assert r.status_code == 200, r.text
     codes = r.json()["recoveryCodes"]
     assert len(codes) == 10 and len(set(codes)) == 10
     # now the password alone is not enough
     assert is_error(sign_in(srv, owner.email), 401)["error"]["code"] == "totp_required"
-    assert sign_in(srv, owner.email, code=totp.now()).status_code == 200
-    is_error(sign_in(srv, owner.email, code="123456" if totp.now() != "123456" else "654321"), 401)
+    assert sign_in(srv, owner.email, code=app.code()).status_code == 200
+    now = app.totp.now()
+    is_error(sign_in(srv, owner.email, code="123456" if now != "123456" else "654321"), 401)
     # a recovery code works once
     assert sign_in(srv, owner.email, code=codes[0]).status_code == 200
     assert is_error(sign_in(srv, owner.email, code=codes[0]), 401)["error"]["code"] == (
@@ -116,10 +131,8 @@ def test_two_factor_enroll_verify_and_single_use_recovery_codes(srv: Server) -> 
 
 def test_two_factor_off_needs_a_current_code_or_the_password(srv: Server) -> None:
     _, owner = new_team(srv)
-    begun = call(srv, "POST", "/account/totp", owner.token).json()
-    totp = pyotp.TOTP(begun["secret"])
-    r = call(srv, "POST", "/account/totp/confirm", owner.token, json={"code": totp.now()})
-    assert r.status_code == 200, r.text
+    app, _ = turn_on_totp(srv, owner.token)
+    totp = app.totp
     off = "/account/totp"
     is_error(call(srv, "DELETE", off, owner.token, json={}), 400, "password")
     both = {"password": PASSWORD, "code": totp.now()}
@@ -129,6 +142,6 @@ def test_two_factor_off_needs_a_current_code_or_the_password(srv: Server) -> Non
     is_error(call(srv, "DELETE", off, owner.token, json={"code": wrong}), 400, "code")
     is_error(call(srv, "DELETE", off, owner.token, json={"code": "x" * 300}), 400, "code")
     assert call(srv, "GET", "/account", owner.token).json()["totpEnabled"] is True
-    r = call(srv, "DELETE", off, owner.token, json={"code": totp.now()})
+    r = call(srv, "DELETE", off, owner.token, json={"code": app.code()})
     assert r.status_code == 200 and r.json() == {"ok": True, "totpEnabled": False}
     assert sign_in(srv, owner.email).status_code == 200

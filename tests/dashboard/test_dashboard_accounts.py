@@ -10,9 +10,9 @@ import uuid
 from typing import Any
 
 import httpx
-import pyotp
 import pytest
 
+from tests.accounts.conftest import Authenticator
 from tests.dashboard.conftest import DESKTOP, PHONE
 from tests.dashboard.test_dashboard_browser import AXE, eventually
 from tests.support import Server
@@ -89,7 +89,9 @@ def test_owner_two_factor_invitation_and_viewer(
     secret = dialog.get_by_test_id("totp-secret").inner_text()
     assert dialog.get_by_test_id("totp-uri").inner_text().startswith("otpauth://totp/")
     assert axe_serious(page, "dialog") == []
-    dialog.get_by_label("Code from the app").fill(pyotp.TOTP(secret).now())
+    app = Authenticator(secret)
+    dialog.get_by_label("Code from the app").fill(app.code())
+    dialog.get_by_label("Your password").fill(password)  # a session alone cannot turn it on
     dialog.get_by_role("button", name="Turn on").click()
     eventually(lambda: dialog.get_by_test_id("recovery-codes").locator("li").count(), 10)
     # the codes come with the confirmation, the state with the account read after it
@@ -111,7 +113,7 @@ def test_owner_two_factor_invitation_and_viewer(
     page.get_by_role("button", name="Verify").click()
     eventually(lambda: page.get_by_role("alert").inner_text(), "This code is not valid.")
     assert axe_serious(page) == []
-    page.get_by_label("Authentication code").fill(pyotp.TOTP(secret).now())
+    page.get_by_label("Authentication code").fill(app.code())
     page.get_by_role("button", name="Verify").click()
     page.wait_for_selector(STATS)
     token = page.evaluate(f"() => sessionStorage.getItem('{STORE_KEY}')")

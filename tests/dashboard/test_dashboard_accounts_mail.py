@@ -15,14 +15,13 @@ from email.message import EmailMessage
 from typing import Any
 
 import httpx
-import pyotp
 import pytest
 
-from tests.accounts.conftest import CHEAP_HASHES, PASSWORD
+from tests.accounts.conftest import CHEAP_HASHES, PASSWORD, turn_on_totp
 from tests.dashboard.test_dashboard_accounts import STATS, STORE_KEY, axe_serious, new_page
 from tests.dashboard.test_dashboard_browser import eventually
 from tests.mail_server import MailServer, mail_server
-from tests.support import Server
+from tests.support import Server, free_port
 
 __all__ = ["mail_server"]
 
@@ -33,12 +32,13 @@ ENDED = "Your session has ended"
 
 @pytest.fixture(scope="module")
 def mailing(tmp_path_factory: pytest.TempPathFactory, mail_server: MailServer) -> Iterator[Server]:
+    port = free_port()
     server = Server(
         tmp_path_factory.mktemp("dash-accounts-mail") / "data",
+        port=port,
         env={
             **CHEAP_HASHES,
-            "SVC_SMTP_URL": mail_server.url,
-            "SVC_MAIL_RETRY_SECONDS": "0.2",
+            **mail_server.svc_env(port),
             "SVC_SIGNIN_LIMIT_PER_ADDRESS": "1000",
             "SVC_SIGNIN_LIMIT_PER_ACCOUNT": "1000",
         },
@@ -240,21 +240,14 @@ def test_two_factor_off_with_a_code_or_the_password(chromium: Any, mailing: Serv
     owner = new_owner(mailing)
     auth = {"Authorization": f"Bearer {api_sign_in(mailing, owner.email)}"}
 
-    def turn_on() -> pyotp.TOTP:
-        begun = httpx.post(mailing.url + "/account/totp", headers=auth).json()
-        totp = pyotp.TOTP(begun["secret"])
-        r = httpx.post(
-            mailing.url + "/account/totp/confirm", json={"code": totp.now()}, headers=auth
-        )
-        assert r.status_code == 200, r.text
-        return totp
-
-    totp = turn_on()
+    token = auth["Authorization"].removeprefix("Bearer ")
+    app, _ = turn_on_totp(mailing, token)
+    totp = app.totp
     errors: list[str] = []
     ctx, page = new_page(chromium, errors)
     page.goto(mailing.url + "/")
     fill_sign_in(page, owner.email, PASSWORD)
-    page.get_by_label("Authentication code").fill(totp.now())
+    page.get_by_label("Authentication code").fill(app.code())
     page.get_by_role("button", name="Verify").click()
     page.wait_for_selector(STATS)
 
@@ -272,7 +265,7 @@ def test_two_factor_off_with_a_code_or_the_password(chromium: Any, mailing: Serv
     eventually(lambda: dialog.get_by_role("alert").inner_text(), "`password` is wrong")
     assert dialog.get_by_test_id("totp-state").inner_text().startswith("On")
     assert axe_serious(page, "dialog") == []
-    proof.fill(totp.now())
+    proof.fill(app.code())
     off.click()
     eventually(
         lambda: dialog.get_by_role("status").inner_text(), "Two-factor authentication is off."
@@ -282,7 +275,7 @@ def test_two_factor_off_with_a_code_or_the_password(chromium: Any, mailing: Serv
 
     # on again (elsewhere), then off with the password
     page.keyboard.press("Escape")
-    turn_on()
+    turn_on_totp(mailing, token)
     page.get_by_role("button", name="Account").click()
     eventually(lambda: dialog.get_by_test_id("totp-state").inner_text().startswith("On"), True)
     dialog.get_by_label("Password or current code").fill(PASSWORD)

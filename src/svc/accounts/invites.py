@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import Connection, insert, select, update
 
 from svc.accounts import tokens
 from svc.accounts.store import writable
@@ -205,7 +205,7 @@ def create_reset(meta: MetaStore, account_id: str, ttl_ms: int) -> str:
 
 def take_reset(meta: MetaStore, token: str) -> str | None:
     """Spend a reset token: the account id the first time, None when unknown, used or
-    expired."""
+    expired. Every other outstanding reset token of the account is spent with it."""
     if not tokens.well_formed(token, tokens.RESET_PREFIX):
         return None
     writable(meta)
@@ -220,4 +220,21 @@ def take_reset(meta: MetaStore, token: str) -> str | None:
         if result.rowcount != 1:
             return None
         account_id: str | None = conn.scalar(select(P.c.account_id).where(P.c.hash == digest))
+        if account_id is not None:
+            _spend_resets(conn, account_id, now)
     return account_id
+
+
+def spend_resets(meta: MetaStore, account_id: str) -> int:
+    """Spend every outstanding reset token of the account (its password changed another
+    way: a link mailed before must not set it again); how many were outstanding."""
+    writable(meta)
+    with meta.engine.begin() as conn:
+        return _spend_resets(conn, account_id, now_ms())
+
+
+def _spend_resets(conn: Connection, account_id: str, now: int) -> int:
+    result = conn.execute(
+        update(P).where(P.c.account_id == account_id, P.c.used_at.is_(None)).values(used_at=now)
+    )
+    return int(result.rowcount)

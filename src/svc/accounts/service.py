@@ -13,16 +13,17 @@ a thread for argon2.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 from typing import TYPE_CHECKING, Any
 
 from svc.accounts import invites, passwords, roles, store, teams, totp
 from svc.accounts import mail as mailer
 from svc.accounts.access import Access
+from svc.accounts.pseudonyms import pseudonym
 from svc.accounts.store import Account
-from svc.accounts.throttle import SignInThrottle
+from svc.accounts.throttle import SignInThrottle, reset_throttle
 from svc.errors import ApiError, Conflict, Forbidden, InvalidRequest, NotFound
+from svc.mail import links
 from svc.meta.store import MetaStore
 from svc.settings import Settings
 from svc.timeutil import iso_ms
@@ -45,11 +46,6 @@ class TotpRequired(ApiError):
     status, code = 401, "totp_required"
 
 
-def _pseudonym(value: str) -> str:
-    """A short digest that lets log lines be matched without holding the value."""
-    return hashlib.blake2b(value.encode(), digest_size=6).hexdigest()
-
-
 class AccountService:
     def __init__(
         self, meta: MetaStore, settings: Settings, shared_limits: RedisBuckets | None = None
@@ -62,6 +58,11 @@ class AccountService:
         self.throttle = SignInThrottle(
             settings.signin_limit_per_address, settings.signin_limit_per_account, shared_limits
         )
+        self.reset_limits = reset_throttle(
+            settings.reset_limit_per_address, settings.reset_limit_per_account, shared_limits
+        )
+        #: reset mails being prepared after their 202 was answered (:meth:`request_reset`)
+        self._reset_work: set[asyncio.Task[None]] = set()
 
     @property
     def session_ms(self) -> int:
@@ -123,18 +124,41 @@ class AccountService:
                 "event": "signin_failed",
                 "reason": reason,
                 "accountId": account.id if account is not None else None,
-                "emailHash": _pseudonym(email),
-                "addressHash": _pseudonym(address),
+                "emailHash": pseudonym(email),
+                "addressHash": pseudonym(address),
             },
         )
 
     def _second_factor(self, account: Account, code: str) -> bool:
+        """Whether ``code`` is a two-factor code of the account not accepted before, or one
+        of its unused recovery codes (spent now)."""
         assert account.totp_secret is not None
-        if totp.verify(account.totp_secret, code):
+        if self._fresh_code(account.id, account.totp_secret, code):
             return True
         if totp.looks_like_recovery_code(code):
             return store.use_recovery_code(self.meta, account.id, totp.recovery_hash(code))
         return False
+
+    def _fresh_code(self, account_id: str, secret: str, code: str) -> bool:
+        """Whether ``code`` is a current code of ``secret`` of a later time step than any the
+        account had accepted (recorded now: the same code is refused ever after)."""
+        step = totp.matched_step(secret, code)
+        return step is not None and store.accept_totp_step(self.meta, account_id, step)
+
+    async def _check_password(
+        self, access: Access, value: object, field: str, address: str
+    ) -> Account:
+        """The account, when ``value`` is its password: a wrong one is a failed sign-in (a
+        token from the address's and the email's buckets, logged, 400 naming ``field``);
+        while a bucket is empty, 429 without checking."""
+        if not isinstance(value, str) or not value or len(value) > passwords.MAX_LENGTH:
+            raise InvalidRequest(f"`{field}` must be your password", field=field)
+        await self.throttle.check(address, access.email)
+        account = await asyncio.to_thread(store.get_account, self.meta, access.account_id)
+        if not await asyncio.to_thread(passwords.verify, account.password_hash, value):
+            await self._failed(address, access.email, f"wrong_{field}", account)
+            raise InvalidRequest(f"`{field}` is wrong", field=field)
+        return account
 
     def _new_session(self, account: Account) -> dict[str, Any]:
         _, token, expires = store.create_session(self.meta, account.id, self.session_ms)
@@ -165,20 +189,26 @@ class AccountService:
             else 0,
         }
 
-    def update_me(self, access: Access, body: dict[str, Any]) -> dict[str, Any]:
-        """Change the name, or the password (with ``currentPassword``; every other session
-        of the account is signed out)."""
-        account = store.get_account(self.meta, access.account_id)
-        if "name" in body:
-            store.set_name(self.meta, account.id, store.check_name(body["name"]))
+    async def update_me(self, access: Access, body: dict[str, Any], address: str) -> dict[str, Any]:
+        """Change the name, or the password (with ``currentPassword``, checked as a sign-in
+        is: a wrong one is a failed sign-in, under the same limits; every other session of
+        the account is signed out, and every reset link mailed before is spent)."""
+        name = store.check_name(body["name"]) if "name" in body else None
         if "password" in body:
             new = passwords.check_policy(body["password"])
-            current = body.get("currentPassword")
-            if not isinstance(current, str) or not passwords.verify(account.password_hash, current):
-                raise InvalidRequest("`currentPassword` is wrong", field="currentPassword")
-            store.set_password(self.meta, account.id, passwords.hash_password(new))
-            store.delete_sessions(self.meta, account.id, keep=access.session_id)
-        return self.me(access)
+            account = await self._check_password(
+                access, body.get("currentPassword"), "currentPassword", address
+            )
+            new_hash = await asyncio.to_thread(passwords.hash_password, new)
+            await asyncio.to_thread(self._set_own_password, account.id, new_hash, access)
+        if name is not None:
+            await asyncio.to_thread(store.set_name, self.meta, access.account_id, name)
+        return await asyncio.to_thread(self.me, access)
+
+    def _set_own_password(self, account_id: str, password_hash: str, access: Access) -> None:
+        store.set_password(self.meta, account_id, password_hash)
+        store.delete_sessions(self.meta, account_id, keep=access.session_id)
+        invites.spend_resets(self.meta, account_id)
 
     def totp_begin(self, access: Access) -> dict[str, Any]:
         """A new secret to enroll in an authenticator app; on once confirmed with a code."""
@@ -189,19 +219,29 @@ class AccountService:
         store.set_totp_pending(self.meta, account.id, secret)
         return {"secret": secret, "uri": totp.provisioning_uri(secret, account.email)}
 
-    def totp_confirm(self, access: Access, code: object) -> dict[str, Any]:
-        """Turn two-factor on with a code of the enrolled secret; the recovery codes, shown
-        this once."""
-        account = store.get_account(self.meta, access.account_id)
+    async def totp_confirm(
+        self, access: Access, code: object, password: object, address: str
+    ) -> dict[str, Any]:
+        """Turn two-factor on with a code of the enrolled secret and the account's password
+        (a session alone cannot: it would lock the owner out); the recovery codes, shown
+        this once. The password is checked as a sign-in is (:meth:`_check_password`)."""
+        if not isinstance(code, str):
+            raise InvalidRequest(
+                "`code` is required: the authenticator's current code", field="code"
+            )
+        account = await self._check_password(access, password, "password", address)
         if account.totp_pending is None:
             raise Conflict("no two-factor enrollment is under way: POST /account/totp first")
-        if not isinstance(code, str) or not totp.verify(account.totp_pending, code):
+        step = totp.matched_step(account.totp_pending, code)
+        if step is None:
             raise InvalidRequest("`code` is not the authenticator's current code", field="code")
         codes = totp.new_recovery_codes()
-        store.enable_totp(
-            self.meta, account.id, account.totp_pending, [totp.recovery_hash(c) for c in codes]
-        )
+        await asyncio.to_thread(self._enable_totp, account.id, account.totp_pending, codes, step)
         return {"totpEnabled": True, "recoveryCodes": codes}
+
+    def _enable_totp(self, account_id: str, secret: str, codes: list[str], step: int) -> None:
+        store.enable_totp(self.meta, account_id, secret, [totp.recovery_hash(c) for c in codes])
+        store.accept_totp_step(self.meta, account_id, step)  # the confirming code is spent
 
     async def totp_disable(
         self, access: Access, password: object, code: object, address: str
@@ -224,7 +264,10 @@ class AccountService:
         if field == "password":
             ok = await asyncio.to_thread(passwords.verify, account.password_hash, value)
         else:
-            ok = account.totp_secret is not None and totp.verify(account.totp_secret, value)
+            secret = account.totp_secret
+            ok = secret is not None and await asyncio.to_thread(
+                self._fresh_code, account.id, secret, value
+            )
         if not ok:
             await self._failed(address, access.email, f"wrong_{field}", account)
             raise InvalidRequest(f"`{field}` is wrong", field=field)
@@ -272,6 +315,7 @@ class AccountService:
         store.get_account(self.meta, account_id)  # 404 before the hash's work
         store.set_password(self.meta, account_id, passwords.hash_password(secret))
         ended = store.delete_sessions(self.meta, account_id)
+        invites.spend_resets(self.meta, account_id)
         log.info(
             "password set by the operator",
             extra={"event": "password_set", "accountId": account_id, "sessionsEnded": ended},
@@ -339,10 +383,12 @@ class AccountService:
         team_id: str | None,
         project_id: str | None,
         role_value: object,
-        base_url: str,
+        answer_base: str,
     ) -> dict[str, Any]:
         """Invite an email to a team (a role) or to a project (a guest). With mail on, the
-        link is mailed; without, it is in the answer (``link``) for the inviter to pass on."""
+        link is mailed, and it starts with ``SVC_BASE_URL`` (:mod:`svc.mail.links`: never
+        from a request); without, it is in the answer (``link``) for the inviter to pass on,
+        starting with ``answer_base`` (``SVC_BASE_URL``, else the origin the inviter used)."""
         email = store.normalize_email(email_value)
         if project_id is not None:
             role = roles.GUEST
@@ -362,8 +408,11 @@ class AccountService:
             invited_by=actor.account_id if actor else None,
             ttl_ms=int(self.settings.invitation_hours * HOUR_MS),
         )
-        link = f"{base_url.rstrip('/')}/dashboard#invite={token}"
         mailed = mailer.mail_on(self.settings)
+        if mailed:
+            link = links.dashboard_link(self.settings, f"invite={token}")
+        else:
+            link = f"{answer_base.rstrip('/')}/dashboard#invite={token}"
         if mailed:
             inviter = actor.email if actor else "The operator of this svc"
             mailer.send(
@@ -435,16 +484,43 @@ class AccountService:
 
     # password reset -----------------------------------------------------------------------
 
-    def request_reset(self, email_value: object, base_url: str) -> None:
-        """Mail a reset link to the account of that email, if there is one (the answer is
-        the same either way). Without mail, nothing is sent: the operator resets
-        (``svcm users password``)."""
+    async def request_reset(self, email_value: object, address: str) -> None:
+        """Ask for a reset link to be mailed to the account of that email, if there is one.
+
+        The answer is the same either way, and takes the same time: past the limits (every
+        request, known email or not, takes a token from its client address's and its email's
+        buckets, :func:`svc.accounts.throttle.reset_throttle`; 429 while one is empty), the
+        account is looked up and the mail made after this returns (:meth:`_mail_reset`), so
+        nothing about the account shows in the answer or its timing. Without mail, nothing is
+        sent: the operator resets (``svcm users password``)."""
         email = store.normalize_email(email_value)
+        await self.reset_limits.take(address, email)
+        task = asyncio.get_running_loop().create_task(asyncio.to_thread(self._mail_reset, email))
+        self._reset_work.add(task)
+        task.add_done_callback(self._reset_done)
+
+    def _reset_done(self, task: asyncio.Task[None]) -> None:
+        self._reset_work.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error(
+                "password reset mail not made",
+                exc_info=task.exception(),
+                extra={"event": "reset_failed"},
+            )
+
+    async def reset_work_done(self) -> None:
+        """Wait for the reset mails being prepared (at shutdown)."""
+        if self._reset_work:
+            await asyncio.gather(*self._reset_work, return_exceptions=True)
+
+    def _mail_reset(self, email: str) -> None:
+        """Mail a reset link to the active account of ``email``, if there is one (blocking;
+        run after the request's answer, :meth:`request_reset`)."""
         account = store.find_account(self.meta, email)
         if account is None or not account.active:
             log.info(
                 "password reset asked for no account",
-                extra={"event": "reset_unknown", "emailHash": _pseudonym(email)},
+                extra={"event": "reset_unknown", "emailHash": pseudonym(email)},
             )
             return
         if not mailer.mail_on(self.settings):
@@ -456,7 +532,7 @@ class AccountService:
         token = invites.create_reset(
             self.meta, account.id, int(self.settings.reset_minutes * 60 * 1000)
         )
-        link = f"{base_url.rstrip('/')}/dashboard#reset={token}"
+        link = links.dashboard_link(self.settings, f"reset={token}")
         mailer.send(
             self.meta,
             account.email,

@@ -187,6 +187,24 @@ def enable_totp(meta: MetaStore, account_id: str, secret: str, recovery_hashes: 
             )
 
 
+def accept_totp_step(meta: MetaStore, account_id: str, step: int) -> bool:
+    """Record ``step`` as the account's last accepted two-factor time step: True when it is
+    later than the last one (the code is accepted), False when it or a later one was accepted
+    already (a replayed code). One conditional UPDATE: of two requests with the same code,
+    one wins."""
+    writable(meta)
+    with meta.engine.begin() as conn:
+        result = conn.execute(
+            update(A)
+            .where(
+                A.c.id == account_id,
+                (A.c.totp_last_step.is_(None)) | (A.c.totp_last_step < step),
+            )
+            .values(totp_last_step=step)
+        )
+    return result.rowcount == 1
+
+
 def disable_totp(meta: MetaStore, account_id: str) -> None:
     writable(meta)
     with meta.engine.begin() as conn:

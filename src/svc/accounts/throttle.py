@@ -1,5 +1,6 @@
 """Sign-in attempts: failures limited per client address and per email (token buckets of
-:mod:`svc.limits.bucket`).
+:mod:`svc.limits.bucket`); and password-reset requests, each limited the same way
+(:meth:`SignInThrottle.take`, :func:`reset_throttle`).
 
 Only failures take a token; while either bucket is empty, sign-in answers 429
 ``rate_limited`` (with ``Retry-After``) without checking the password, whatever the email:
@@ -35,15 +36,25 @@ def _digest(value: str) -> str:
 
 class SignInThrottle:
     def __init__(
-        self, per_address: str, per_account: str, shared: RedisBuckets | None = None
+        self,
+        per_address: str,
+        per_account: str,
+        shared: RedisBuckets | None = None,
+        *,
+        kind: str = "signin",
+        what: str = "failed sign-ins",
     ) -> None:
         """``shared``: the rate limits' Redis buckets (:attr:`svc.limits.core.Limits.remote`),
-        or None to count in this process only."""
+        or None to count in this process only. ``kind`` names the buckets and the settings
+        (``SVC_<KIND>_LIMIT_PER_ADDRESS``, ``..._PER_ACCOUNT``); ``what`` is counted, as the
+        429's message says it."""
+        upper = kind.upper()
+        self.what = what
         self.address_rule: Rule = parse_rule(
-            "signin_address", per_address, "SVC_SIGNIN_LIMIT_PER_ADDRESS"
+            f"{kind}_address", per_address, f"SVC_{upper}_LIMIT_PER_ADDRESS"
         )
         self.account_rule: Rule = parse_rule(
-            "signin_account", per_account, "SVC_SIGNIN_LIMIT_PER_ACCOUNT"
+            f"{kind}_account", per_account, f"SVC_{upper}_LIMIT_PER_ACCOUNT"
         )
         self.by_address = TokenBuckets(self.address_rule) if self.address_rule.enabled else None
         self.by_account = TokenBuckets(self.account_rule) if self.account_rule.enabled else None
@@ -75,7 +86,7 @@ class SignInThrottle:
                 rule = buckets.rule
                 wait = max(1, math.ceil((1.0 - level) / rule.rate))
                 raise RateLimited(
-                    f"too many failed sign-ins {what}: retry in {wait} s ({rule.setting})",
+                    f"too many {self.what} {what}: retry in {wait} s ({rule.setting})",
                     headers={"Retry-After": str(wait)},
                 )
 
@@ -87,3 +98,19 @@ class SignInThrottle:
                 await self.shared.charge(buckets, key, now)
             else:
                 buckets.charge(key, now)
+
+    async def take(self, address: str, email: str) -> None:
+        """Count one attempt whatever its outcome: 429 while the address's or the email's
+        bucket is empty (nothing taken then), else a token from each."""
+        await self.check(address, email)
+        await self.failed(address, email)
+
+
+def reset_throttle(
+    per_address: str, per_account: str, shared: RedisBuckets | None = None
+) -> SignInThrottle:
+    """The limits of POST /auth/reset: every request takes a token from its client address's
+    bucket and from its email's (known or not, so the limit reveals nothing)."""
+    return SignInThrottle(
+        per_address, per_account, shared, kind="reset", what="password-reset requests"
+    )

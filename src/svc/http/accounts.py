@@ -51,8 +51,9 @@ def account_of(principal: Principal) -> Access:
     return principal.access
 
 
-def base_url(request: Request) -> str:
-    """Where links in mail point: ``SVC_BASE_URL``, else this request's own origin."""
+def answer_base(request: Request) -> str:
+    """Where a link shown in an answer (never in a mail: :mod:`svc.mail.links`) points:
+    ``SVC_BASE_URL``, else the origin this signed-in request was sent to."""
     configured: str = request.app.state.settings.base_url
     return configured or str(request.base_url)
 
@@ -120,10 +121,10 @@ async def sign_out_everywhere(request: Request) -> Any:
 
 @_run(202)
 async def request_reset(request: Request) -> Any:
-    """POST /auth/reset {email}: 202 whether or not the email has an account."""
+    """POST /auth/reset {email}: 202 whether or not the email has an account, at once."""
     body = await json_body(request)
     _unknown(body, {"email"})
-    await asyncio.to_thread(service_of(request).request_reset, body.get("email"), base_url(request))
+    await service_of(request).request_reset(body.get("email"), client_address(request))
     return {"ok": True, "message": "if an account has this email, a reset link is on its way"}
 
 
@@ -153,7 +154,7 @@ async def update_account(request: Request) -> Any:
     _unknown(body, {"name", "password", "currentPassword"})
     if not body:
         raise InvalidRequest("nothing to change: send name, or password", field="body")
-    return await asyncio.to_thread(service_of(request).update_me, access, body)
+    return await service_of(request).update_me(access, body, client_address(request))
 
 
 @_run()
@@ -166,8 +167,10 @@ async def totp_begin(request: Request) -> Any:
 async def totp_confirm(request: Request) -> Any:
     access = account_of(await principal_of(request))
     body = await json_body(request)
-    _unknown(body, {"code"})
-    return await asyncio.to_thread(service_of(request).totp_confirm, access, body.get("code"))
+    _unknown(body, {"code", "password"})
+    return await service_of(request).totp_confirm(
+        access, body.get("code"), body.get("password"), client_address(request)
+    )
 
 
 @_run()
@@ -345,7 +348,7 @@ async def create_invitation(request: Request) -> Any:
             team_id=team_id,
             project_id=None,
             role_value=body.get("role", "viewer"),
-            base_url=base_url(request),
+            answer_base=answer_base(request),
         )
     )
 
@@ -394,7 +397,7 @@ async def invite_guest(request: Request) -> Any:
             team_id=None,
             project_id=project_id,
             role_value="guest",
-            base_url=base_url(request),
+            answer_base=answer_base(request),
         )
     )
 

@@ -267,9 +267,11 @@ def account_paths(
         },
         "/auth/reset": {
             "post": op(
-                "Mail a password-reset link (202 whether or not the email has an account)",
+                "Mail a password-reset link (202 whether or not the email has an account); "
+                "limited per client address and per email",
                 {"202": {"description": "Accepted."}},
                 400,
+                429,
                 public=True,
             )
         },
@@ -290,11 +292,12 @@ def account_paths(
                 403,
             ),
             "patch": op(
-                "Change the name, or the password (with currentPassword)",
+                "Change the name, or the password (with currentPassword, under the sign-in limits)",
                 {"200": _json("Account", "The account.")},
                 400,
                 401,
                 403,
+                429,
                 body="AccountInput",
             ),
         },
@@ -319,12 +322,14 @@ def account_paths(
         },
         "/account/totp/confirm": {
             "post": op(
-                "Turn two-factor on with a code {code}: the recovery codes, once",
+                "Turn two-factor on with a code and the password {code, password}: the "
+                "recovery codes, once",
                 {"200": _json("TotpConfirmation", "On.")},
                 400,
                 401,
                 403,
                 409,
+                429,
             )
         },
         "/accounts": {

@@ -34,6 +34,7 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from svc import credentials
+from svc.accounts.tokens import SESSION_PREFIX, well_formed
 from svc.auth import Principal
 from svc.errors import ApiError, RateLimited
 from svc.http.common import error_response
@@ -181,7 +182,9 @@ class LimitsMiddleware:
                 if remote is None
                 else await remote.peek(gate, address, now)
             )
-            if level < 1.0 and not (token and _vouched(auth, token)):
+            if level < 1.0 and not (
+                token and (_vouched(auth, token) or await _signed_in(auth, token))
+            ):
                 gate.denied += 1
                 await self._refuse(Decision(False, gate.rule, level), scope, receive, send)
                 return
@@ -363,6 +366,16 @@ def _vouched(auth: Any, token: str) -> bool:
     lock out its good ones once they fall out of the key cache. The handler authenticates."""
     vouches_for = getattr(auth, "vouches_for", None)
     return vouches_for is not None and bool(vouches_for(token))
+
+
+async def _signed_in(auth: Any, token: str) -> bool:
+    """Whether ``token`` is a valid session now: a signed-in person passes the failed-
+    authentication gate as a verified key does (an address's bad keys, behind a proxy
+    everyone's, must not lock its people out). Only a well-formed session token is looked up
+    (one indexed read of the metadata store); the handler authenticates it again."""
+    if not well_formed(token, SESSION_PREFIX):
+        return False
+    return await _resolve(auth, token) is not None
 
 
 async def _resolve(auth: Any, token: str) -> Principal | None:

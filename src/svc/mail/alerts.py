@@ -176,8 +176,12 @@ def check_all(
 ) -> int:
     """Look at the last complete hour (of its time zone) of each project with alert
     subscribers, once per hour and project; enqueue the alerts that fire (blocking). Returns
-    the mails enqueued."""
+    the mails enqueued. Without ``SVC_BASE_URL`` none (an alert carries links): the hours are
+    not looked at, and the first one after it is set is."""
     from svc.mail.scheduler import base_url, list_headers, unsubscribe_url
+
+    if not settings.base_url:
+        return 0
 
     by_project: dict[str, list[subscriptions.Subscription]] = {}
     for sub in subscriptions.list_subscriptions(meta, kinds=("alerts",)):

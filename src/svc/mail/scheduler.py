@@ -16,8 +16,8 @@ from collections.abc import Callable
 from datetime import UTC, date, datetime
 from urllib.parse import quote
 
+from svc.mail import links, subscriptions
 from svc.mail import report as reports
-from svc.mail import subscriptions
 from svc.mail.outbox import enqueue
 from svc.mail.periods import REPORT_KINDS, Period, last_complete
 from svc.meta.store import MetaStore, Project
@@ -28,11 +28,9 @@ log = logging.getLogger(__name__)
 
 
 def base_url(settings: Settings) -> str:
-    """Where links in mail point: ``SVC_BASE_URL``, else this server's address."""
-    if settings.base_url:
-        return settings.base_url.rstrip("/")
-    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
-    return f"http://{host}:{settings.port}"
+    """Where links in mail point: ``SVC_BASE_URL`` (:func:`svc.mail.links.public_base`;
+    :class:`~svc.mail.links.NoBaseUrl` when it is not set)."""
+    return links.public_base(settings)
 
 
 def unsubscribe_url(settings: Settings, token: str) -> str:
@@ -58,7 +56,11 @@ def send_reports(
     raw_from: RawFrom | None = None,
 ) -> int:
     """Enqueue the reports that are due (blocking); return how many mails were enqueued.
-    ``raw_from``: where a project's raw events begin (svc.retention), as the API reads it."""
+    ``raw_from``: where a project's raw events begin (svc.retention), as the API reads it.
+    Without ``SVC_BASE_URL`` none is (a report carries links): they stay due, and go once it
+    is set."""
+    if not settings.base_url:
+        return 0
     subs = subscriptions.list_subscriptions(meta, kinds=REPORT_KINDS)
     projects: dict[str, Project | None] = {}
     computed: dict[tuple[str, str], reports.Report] = {}

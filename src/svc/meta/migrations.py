@@ -45,6 +45,12 @@ def _m050_edge_secrets(conn: Connection) -> None:
     tables.edge_secrets.create(conn, checkfirst=True)
 
 
+def _m051_totp_last_step(conn: Connection) -> None:
+    # a store made at 51 or later has the column already (the table is made as it is now)
+    if "totp_last_step" not in {c["name"] for c in inspect(conn).get_columns("accounts")}:
+        conn.execute(text("ALTER TABLE accounts ADD COLUMN totp_last_step BIGINT"))
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial: projects, api_keys, salts, usage", _m001_initial),
     (2, "accounts: accounts, teams, members, sessions, invitations, resets", _m002_accounts),
@@ -52,6 +58,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (21, "mail: report and alert subscriptions, alerts' state", _m021_mail_subscriptions),
     (22, "mail: extra headers of a mail (List-Unsubscribe)", _m022_mail_headers),
     (50, "edge: secrets registered over the API", _m050_edge_secrets),
+    (51, "accounts: the last two-factor time step accepted", _m051_totp_last_step),
 ]
 
 

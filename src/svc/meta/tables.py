@@ -67,6 +67,8 @@ accounts = Table(
     Column("password_hash", String(200), nullable=False),  # argon2id; "" before it is set
     Column("totp_secret", String(64), nullable=True),  # two-factor on once confirmed
     Column("totp_pending", String(64), nullable=True),  # enrolled, not confirmed yet
+    # the last two-factor time step accepted (RFC 6238 5.2: it and earlier ones are refused)
+    Column("totp_last_step", BigInteger, nullable=True),
     Column("disabled_at", BigInteger, nullable=True),
     Column("created_at", BigInteger, nullable=False),
     Column("updated_at", BigInteger, nullable=False),
