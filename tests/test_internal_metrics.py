@@ -134,9 +134,13 @@ def test_the_metrics_want_the_token(srv: Server) -> None:
     assert missing.status_code == 401
     assert missing.json()["error"]["code"] == "missing_api_key"
     assert missing.headers["www-authenticate"].startswith("Bearer")
-    for wrong in ("Bearer " + TOKEN[:-1] + "y", "Bearer " + srv.admin_token, "Basic " + TOKEN):
+    wrongs = ("Bearer " + TOKEN[:-1] + "y", "Bearer " + srv.admin_token, "Basic " + TOKEN)
+    for wrong in (*wrongs, "Bearer", TOKEN):
         r = httpx.get(url, headers={"Authorization": wrong})
         assert r.status_code == 401, wrong
+        # docs/api.md: a malformed or wrong credential is invalid, only none is missing
+        assert r.json()["error"]["code"] == "invalid_api_key", wrong
+        assert r.headers["www-authenticate"].startswith("Bearer"), wrong
         assert "svc_http_requests" not in r.text  # nothing of the figures
     assert httpx.get(url, headers=SCRAPE).status_code == 200
 

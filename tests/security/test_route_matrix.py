@@ -12,8 +12,7 @@ the credential is missing or invalid and 403 when it is valid but not enough, an
 the JSON error of docs/api.md and nothing more (no credential of the world in it); an allowed
 one is neither 401 nor 403 (200, or 400/404/409: the request is empty or names nothing real,
 but the right was granted). No answer at all is a 5xx or sets a cookie. Every mismatch is
-collected, and one assertion lists them all; the rows of :data:`KNOWN_DEFECTS` are left out of
-it and checked apart, as strict xfails.
+collected, and one assertion lists them all.
 
 The route's project is team A's project (``{project_id}``, ``projectId``, the event's
 ``projectId`` of ``POST /analytics``), its team is team A (``{team_id}``, the ``teamId`` of
@@ -205,17 +204,6 @@ READS_OPTIONAL_CREDENTIAL = frozenset({"POST /invitations/{token}/accept"})
 #: ``SVC_INTERNAL_METRICS_TOKEN``; the admin token is not it.
 OWN_TOKEN = frozenset({"GET /internal/metrics"})
 
-#: Rows whose answer is wrong today, each with the defect it shows: left out of the matrix's
-#: assertion, and checked apart, strictly expected to fail (so that a fix makes them pass and
-#: the line goes).
-KNOWN_DEFECTS: dict[tuple[str, str], str] = {
-    ("GET /internal/metrics", "the secret key as Basic"): (
-        "GET /internal/metrics answers a non-Bearer Authorization header 401 missing_api_key, "
-        "where docs/api.md (and every other route) says a malformed credential is "
-        "invalid_api_key (src/svc/http/internal_metrics.py)"
-    ),
-}
-
 
 def expected(route: str, rule: str, kind: Kind) -> int | None:
     """The answer a route of ``rule`` owes ``kind``: None when allowed, else the status of the
@@ -382,26 +370,8 @@ def test_every_route_has_a_rule(tmp_path: Path) -> None:
     missing = sorted(r for r in routes if rule_of(*r.split(" ", 1)) is None)
     assert not missing, f"routes without a rule in svc.http.rules.RULES: {missing}"
     named = {*KEY_RULES, *READS_OPTIONAL_CREDENTIAL, *OWN_TOKEN, *BODIES}
-    named |= {route for route, _ in KNOWN_DEFECTS}
     named |= {r for k in KINDS for r in k.refused} | set(ENDS_SESSIONS)
     assert named <= routes, f"the matrix names routes the app lacks: {sorted(named - routes)}"
-
-
-@pytest.mark.parametrize(
-    ("route", "kind_name"),
-    [
-        pytest.param(*row, marks=pytest.mark.xfail(strict=True, reason=why))
-        for row, why in KNOWN_DEFECTS.items()
-    ],
-)
-def test_known_defects(world: World, route: str, kind_name: str) -> None:
-    """Each row of :data:`KNOWN_DEFECTS` is still wrong (strict xfail: a fix fails this).
-    Before the matrix, whose last routes end the sessions of the world."""
-    (kind,) = [k for k in KINDS if k.name == kind_name]
-    method, path = route.split(" ", 1)
-    with httpx.Client(base_url=world.srv.url, timeout=60) as client:
-        problem = send(client, world, method, path, kind)
-    assert not problem, problem
 
 
 def test_every_credential_against_every_route(world: World, tmp_path: Path) -> None:
@@ -417,7 +387,7 @@ def test_every_credential_against_every_route(world: World, tmp_path: Path) -> N
             for kind in KINDS:
                 problem = send(client, world, method, path, kind)
                 checked += 1
-                if problem and (f"{method} {path}", kind.name) not in KNOWN_DEFECTS:
+                if problem:
                     wrong.append(problem)
     assert checked >= 80 * len(KINDS), checked
     assert not wrong, f"{len(wrong)} of {checked} answers are wrong:\n" + "\n".join(wrong)

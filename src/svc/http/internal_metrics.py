@@ -1,7 +1,9 @@
 """GET /internal/metrics: the service's figures for Prometheus (docs/operations.md).
 
 Off unless ``SVC_INTERNAL_METRICS_TOKEN`` is set (the path answers 404 as if it did not
-exist); then it wants ``Authorization: Bearer <that token>`` (401 without it). Its path is
+exist); then it wants ``Authorization: Bearer <that token>``: 401 ``missing_api_key`` without
+an Authorization header, 401 ``invalid_api_key`` with any other (another scheme, no token,
+another token), as every route of docs/api.md answers. Its path is
 not the API's ``/metrics``, whose answers are a project's analytics.
 
 Nearly every figure is read when the scrape comes, from the counters the service keeps anyway
@@ -57,17 +59,28 @@ def check_token(token: str) -> None:
 
 
 async def get_internal_metrics(request: Request) -> Response:
+    """The figures in the exposition format the scrape accepts (Prometheus text or
+    OpenMetrics); 404 when the route is off, 401 (with a ``WWW-Authenticate: Bearer``
+    challenge) without the token, as the module's documentation says."""
     state = request.app.state
     token: str = state.settings.internal_metrics_token
     if not token:  # off: as if the route did not exist
         return error_response(NotFound(f"no route for {request.method} {request.url.path}"))
-    scheme, _, given = (request.headers.get("authorization") or "").partition(" ")
-    given = given.strip()
+    header = request.headers.get("authorization")
     challenge = {"WWW-Authenticate": 'Bearer realm="svc internal metrics"'}
-    if scheme.lower() != "bearer" or not given:
+    if not header:
         return error_response(
             MissingApiKey(
                 "send `Authorization: Bearer <SVC_INTERNAL_METRICS_TOKEN>`", headers=challenge
+            )
+        )
+    scheme, _, given = header.partition(" ")
+    given = given.strip()
+    if scheme.lower() != "bearer" or not given:  # malformed, as svc.auth.Auth.bearer says
+        return error_response(
+            InvalidApiKey(
+                "the Authorization header must be `Bearer <SVC_INTERNAL_METRICS_TOKEN>`",
+                headers=challenge,
             )
         )
     if not hmac.compare_digest(given.encode(), token.encode()):
