@@ -867,6 +867,23 @@ export function TeamDialog(props: {
       setError(message(e));
     }
   };
+  // A pending invitation's Withdraw button, the team's and the guests' alike: it asks first
+  // (ConfirmAction), then DELETEs `${path}/${id}` and says the link no longer works. `name` is
+  // the button's accessible name, which tells the two lists apart.
+  const withdrawButton = (i: Invitation, name: string, path: string) => (
+    <ConfirmAction
+      label="Withdraw"
+      name={name}
+      question={`Withdraw the invitation of ${i.email}? Its link stops working.`}
+      confirm="Withdraw invitation"
+      onConfirm={() =>
+        run(async () => {
+          await api.send("DELETE", `${path}/${encodeURIComponent(i.id)}`);
+          setStatus(`The invitation of ${i.email} is withdrawn: its link no longer works.`);
+        })
+      }
+    />
+  );
   // A project moves between two teams its mover owns: the one holding it, and the target.
   const holdsProject = !!(team && props.project && team.projects.includes(props.project.id));
   const targets = props.teams.filter((t) => t.id !== teamId && t.role === "owner");
@@ -1008,20 +1025,11 @@ export function TeamDialog(props: {
             {pending.length > 0 && (
               <ul class="plain edit-list" aria-label="Pending invitations">
                 {pending.map((i) => (
-                  <li key={i.id}>
+                  <li key={i.id} data-invitation={i.email}>
                     <span>
                       {i.email}: {roleLabel(i.role)}, until {i.expiresAt.slice(0, 10)}
                     </span>
-                    <button
-                      type="button"
-                      class="link small"
-                      aria-label={`Withdraw the invitation of ${i.email}`}
-                      onClick={() =>
-                        void run(() => api.send("DELETE", `${base}/invitations/${encodeURIComponent(i.id)}`))
-                      }
-                    >
-                      Withdraw
-                    </button>
+                    {withdrawButton(i, `Withdraw the invitation of ${i.email}`, `${base}/invitations`)}
                   </li>
                 ))}
               </ul>
@@ -1060,18 +1068,11 @@ export function TeamDialog(props: {
                     <span>
                       {i.email}: invited, until {i.expiresAt.slice(0, 10)}
                     </span>
-                    <ConfirmAction
-                      label="Withdraw"
-                      name={`Withdraw the guest invitation of ${i.email}`}
-                      question={`Withdraw the invitation of ${i.email}? Its link stops working.`}
-                      confirm="Withdraw invitation"
-                      onConfirm={() =>
-                        run(async () => {
-                          await api.send("DELETE", `${guestsPath}/invitations/${encodeURIComponent(i.id)}`);
-                          setStatus(`The invitation of ${i.email} is withdrawn: its link no longer works.`);
-                        })
-                      }
-                    />
+                    {withdrawButton(
+                      i,
+                      `Withdraw the guest invitation of ${i.email}`,
+                      `${guestsPath}/invitations`,
+                    )}
                   </li>
                 ))}
               </ul>

@@ -1,8 +1,10 @@
 """The dashboard's account screens, in real headless Chromium against the real server (mail off):
 an owner signs in with a password, turns on two-factor, signs out and back in with a code,
 cannot leave as the last owner (the API's 409 message is shown), invites a colleague (the link
-to pass on), who signs up through the link and sees the project as a viewer, without the
-actions a viewer may not take. Every screen passes axe (no serious or critical violation)."""
+to pass on) and withdraws another invitation (the button asks first, from the keyboard too;
+the link then answers 404), and the colleague signs up through the link and sees the project
+as a viewer, without the actions a viewer may not take. Every screen passes axe (no serious
+or critical violation)."""
 
 from __future__ import annotations
 
@@ -44,6 +46,15 @@ def new_page(chromium: Any, errors: list[str]) -> tuple[Any, Any]:
     page.set_default_timeout(15_000)
     page.on("pageerror", lambda e: errors.append(str(e)))
     return ctx, page
+
+
+def focused(page: Any) -> str:
+    """The element that has the focus, by its accessible name: its aria-label, else its text."""
+    name: str = page.evaluate(
+        """() => { const e = document.activeElement;
+            return e?.getAttribute('aria-label') || e?.textContent?.trim() || ''; }"""
+    )
+    return name
 
 
 def test_owner_two_factor_invitation_and_viewer(
@@ -134,8 +145,45 @@ def test_owner_two_factor_invitation_and_viewer(
     team.get_by_role("button", name="Invite", exact=True).click()
     link = team.get_by_test_id("invite-link").input_value()
     assert "/dashboard#invite=svc_invite_" in link
-    eventually(lambda: team.get_by_label("Pending invitations").locator("li").count(), 1)
+    pending = team.get_by_label("Pending invitations")
+    eventually(lambda: pending.locator("li").count(), 1)
     assert axe_serious(page, "dialog") == []
+
+    # another invitation, withdrawn: its button asks first ("Keep" and Escape keep it and give
+    # the focus back; Enter asks, the confirming button takes the focus, Enter withdraws)
+    other = f"other-{suffix}@acme.test"
+    team.get_by_label("Email to invite").fill(other)
+    team.get_by_role("button", name="Invite", exact=True).click()
+    eventually(lambda: team.get_by_test_id("invite-link").input_value() != link, True)
+    eventually(lambda: pending.locator("li").count(), 2)
+    other_link = team.get_by_test_id("invite-link").input_value()
+    preview = f"{server.url}/invitations/{other_link.split('#invite=', 1)[1]}"
+    assert httpx.get(preview).status_code == 200
+    name = f"Withdraw the invitation of {other}"
+    team.get_by_role("button", name=name).click()
+    question = team.get_by_role("group", name=f"{name}?", exact=False)
+    question.wait_for()
+    eventually(lambda: focused(page), "Withdraw invitation")
+    assert axe_serious(page, "dialog") == []
+    question.get_by_role("button", name="Keep").click()
+    eventually(lambda: question.count(), 0)
+    eventually(lambda: focused(page), name)
+    page.keyboard.press("Enter")  # asks again
+    eventually(lambda: focused(page), "Withdraw invitation")
+    page.keyboard.press("Escape")  # keeps it: the question goes, the dialog stays
+    eventually(lambda: question.count(), 0)
+    assert team.is_visible()
+    eventually(lambda: focused(page), name)
+    assert httpx.get(preview).status_code == 200
+    assert pending.locator("li").count() == 2
+    page.keyboard.press("Enter")
+    eventually(lambda: focused(page), "Withdraw invitation")
+    page.keyboard.press("Enter")  # withdraws
+    eventually(lambda: pending.locator("li").count(), 1)
+    status = team.get_by_test_id("team-status").inner_text()
+    assert f"The invitation of {other} is withdrawn" in status
+    assert httpx.get(preview).status_code == 404
+    assert colleague in pending.inner_text() and other not in pending.inner_text()
     owner_ctx, owner_page = ctx, page
 
     # the colleague opens the link (another browser: its own session storage) and signs up

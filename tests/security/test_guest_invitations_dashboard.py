@@ -13,16 +13,11 @@ import httpx
 import pytest
 
 from tests.dashboard.conftest import chromium, dashboard_url  # noqa: F401 (fixtures)
-from tests.dashboard.test_dashboard_accounts import STATS, axe_serious, new_page
+from tests.dashboard.test_dashboard_accounts import STATS, axe_serious, focused, new_page
 from tests.dashboard.test_dashboard_browser import eventually
 from tests.support import Server
 
 pytestmark = pytest.mark.browser
-
-
-def _focused(page: Any) -> str:
-    text: str = page.evaluate("() => document.activeElement?.textContent?.trim() ?? ''")
-    return text
 
 
 def test_withdraw_a_guest_invitation_from_the_keyboard(
@@ -63,21 +58,22 @@ def test_withdraw_a_guest_invitation_from_the_keyboard(
     eventually(lambda: pending.locator("li").count(), 1)
     assert guest in pending.inner_text()
 
-    withdraw = team.get_by_role("button", name=f"Withdraw the guest invitation of {guest}")
+    name = f"Withdraw the guest invitation of {guest}"
+    withdraw = team.get_by_role("button", name=name)
     withdraw.focus()
     page.keyboard.press("Enter")  # asks first
     question = team.get_by_role("group", name=f"Withdraw the invitation of {guest}?", exact=False)
     question.wait_for()
-    eventually(lambda: _focused(page), "Withdraw invitation")
+    eventually(lambda: focused(page), "Withdraw invitation")
     assert axe_serious(page, "dialog") == []
     page.keyboard.press("Escape")  # keeps it: the question goes, the dialog stays
     eventually(lambda: question.count(), 0)
     assert team.is_visible()
-    eventually(lambda: _focused(page), "Withdraw")
+    eventually(lambda: focused(page), name)
     assert httpx.get(preview).status_code == 200
 
     page.keyboard.press("Enter")
-    eventually(lambda: _focused(page), "Withdraw invitation")
+    eventually(lambda: focused(page), "Withdraw invitation")
     page.keyboard.press("Enter")  # withdraws
     eventually(lambda: pending.count(), 0)
     status = team.get_by_test_id("team-status").inner_text()
