@@ -54,6 +54,17 @@ Results go to stdout, notes and progress bars to stderr. On a terminal, results 
 tokens are printed once, when made; piped, `svcm keys create` prints the key alone.
 `-q` hides notes and progress bars.
 
+CSV is safe to open in a spreadsheet (OWASP, "CSV Injection"): event names, paths,
+referrers, UTM values and properties are whatever a project's public key sent, and a
+spreadsheet runs a cell that begins with `=`, `+`, `-`, `@`, a tab or a carriage return as a
+formula. So `svcm export --format csv` (or `-o FILE.csv`) and `svcm metrics --csv` write a
+text cell that begins with one of those characters, or with a single quote, with a single
+quote `'` in front (`=HYPERLINK(...)` is written `'=HYPERLINK(...)`, `'a` is written `''a`).
+Numbers (counts, shares, times, changes such as `-66.7`) stay as they are. `svcm import` takes
+that quote off again, so a CSV export imports the values as they were stored. NDJSON, Parquet
+and `--json` hold every value exactly. The columns this applies to are under GET /export in
+[api.md](api.md).
+
 Errors are one line on stderr, `svcm: <what went wrong> [HTTP <status> <code>]` for the
 service's errors, and a non-zero exit status; `--debug` (or `SVCM_DEBUG=1`) adds the traceback.
 
@@ -78,8 +89,10 @@ not imported.
 
 Every row gets a deterministic `eventId` (its own, Umami's `event_id`, or a hash of what
 identifies the row in its source), so running the same import again, after a failure halfway
-say, skips what is stored already. Rows that fail the service's checks are refused, counted
-by reason in the summary (`--json` lists them all) and make the exit status 4.
+say, skips what is stored already. In svc's CSV export, the single quote put before a text
+cell that begins with a formula character or a quote (see Output) is taken off: every such
+cell got one. Rows that fail the service's checks are refused, counted by reason in the
+summary (`--json` lists them all) and make the exit status 4.
 
 - Over HTTP the events go through POST /analytics in batches of up to 1,000, each with its
   `ts` and `eventId`. The service takes events up to 7 days old: older rows are refused with

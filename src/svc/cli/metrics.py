@@ -110,7 +110,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="the visit duration of the totals: first to last event (default), or the "
         "engaged time the engagement extension reports",
     )
-    p.add_argument("--csv", action="store_true", help="print CSV (with a header row)")
+    p.add_argument(
+        "--csv",
+        action="store_true",
+        help="print CSV (with a header row); a text cell that begins with =, +, -, @, a tab, "
+        "a carriage return or ' gets a ' in front, so that no spreadsheet runs it as a formula",
+    )
 
 
 def filter_param(text: str) -> str:

@@ -62,7 +62,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Write every event of a project in a range of days, oldest first, with "
         "the columns\ndocumented for GET /export. The format is --format, else the output "
         "file's extension\n(.ndjson, .jsonl, .csv, .parquet), else NDJSON. In CSV, "
-        "properties are a JSON object.\nA file is written whole or not at all.",
+        "properties are a JSON object,\nand a text cell that begins with =, +, -, @, a tab, "
+        "a carriage return or ' gets a ' in\nfront, so that no spreadsheet runs it as a "
+        "formula (svcm import takes it off again).\nA file is written whole or not at all.",
         examples=[
             "svcm export -p acme --from 2024-01-01 --to 2024-12-31 -o acme-2024.parquet",
             "svcm export -p acme --from 7d --format csv > last-week.csv",
@@ -90,8 +92,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "Every row gets a deterministic eventId, so running the same import again (after a "
         "failure\nhalfway, say) skips what is stored already. Over HTTP (--url) the service "
         "takes events up\nto 7 days old; for history, run the import on the data directory "
-        "(--data-dir, with the\nservice stopped). A summary tells what was imported, skipped "
-        "and refused, and why.",
+        "(--data-dir, with the\nservice stopped). In svc's CSV export, the ' that svcm export "
+        "puts before a text cell\nthat begins with =, +, -, @, a tab, a carriage return or ' "
+        "is taken off again. A summary\ntells what was imported, skipped and refused, and why.",
         examples=[
             "svcm import -p acme acme-2024.ndjson",
             "svcm import -p acme --data-dir /var/lib/svc plausible-export.zip",
