@@ -103,3 +103,10 @@ class QuotaExceeded(ApiError):
 
 class Unavailable(ApiError):
     status, code = 503, "unavailable"
+
+
+class Busy(ApiError):
+    """503 ``busy``: a read could not start within its wait, or needed more memory than its
+    share; ``Retry-After`` says when to try again."""
+
+    status, code = 503, "busy"

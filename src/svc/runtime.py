@@ -16,6 +16,7 @@ import logging
 import os
 import socket
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from svc.meta import files as meta_files
 from svc.meta.store import MetadataUnavailable, MetaStore, Project
 from svc.meta.usage import UsageRecorder
 from svc.queries import sql
+from svc.reads.scheduler import ReadScheduler
 from svc.retention.job import RetentionJob
 from svc.settings import Settings
 from svc.spool.loader import Loader
@@ -59,6 +61,15 @@ class Runtime:
         self.ready_at: float | None = None
         self.meta = MetaStore(settings.effective_meta_url)
         self.store = EventStore(settings)
+        # which reads of GET /metrics* run now, each on a read handle of the store's
+        self.reads = ReadScheduler(
+            settings.effective_read_slots, settings.reads_per_project, settings.read_queue_seconds
+        )
+        # the threads the admitted reads run in: as many as may run, apart from the event
+        # loop's default pool (so /health, sign-in and metadata look-ups never wait for them)
+        self.read_threads = ThreadPoolExecutor(
+            settings.effective_read_slots, thread_name_prefix="svc-read"
+        )
         self.spool = Spool(
             settings.spool_dir,
             segment_bytes=settings.spool_segment_bytes,
@@ -152,6 +163,7 @@ class Runtime:
 
     async def stop(self) -> None:
         await self.mail.stop()
+        self.read_threads.shutdown(wait=False, cancel_futures=True)
         if self._rolling_up is not None:
             self._rolling_up.cancel()
             with contextlib.suppress(asyncio.CancelledError):

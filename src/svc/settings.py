@@ -272,6 +272,26 @@ class Settings:
         "Longest time the queries of one read (GET /metrics*) may run together; past it they "
         "are stopped and the answer is 504 query_timeout. 0: no limit. Exports have none.",
     )
+    read_slots: int = _setting(
+        0,
+        "Reads of GET /metrics* that run at once, each on a store handle of its own (and as "
+        "many spare handles for their side-by-side statements). 0: twice the cores, 2 to 8.",
+    )
+    reads_per_project: int = _setting(
+        2,
+        "Reads one project (or one share link) may run at once; its others wait their turn, "
+        "projects served in turn, so one project's reads never hold another's back.",
+    )
+    read_queue_seconds: float = _setting(
+        10.0,
+        "Longest a read waits for its turn; past it the answer is 503 busy with Retry-After.",
+    )
+    read_memory_limit_mb: int = _setting(
+        512,
+        "Most memory one read may take in the store (max_memory_usage; a GROUP BY or sort "
+        "past half of it goes on disk); past it the read stops and the answer is 503 busy. "
+        "0: no limit.",
+    )
     max_series_points: int = _setting(
         10_000,
         "Most points a time series may have (GET /metrics/timeseries); more is 400 naming "
@@ -376,6 +396,13 @@ class Settings:
     def export_dir(self) -> Path:
         """Where the embedded store writes a Parquet export before it is sent (then deleted)."""
         return self.data_dir / "exports"
+
+    @property
+    def effective_read_slots(self) -> int:
+        """``SVC_READ_SLOTS``, or when 0 twice the cores, 2 to 8."""
+        if self.read_slots > 0:
+            return self.read_slots
+        return max(2, min(8, 2 * (os.cpu_count() or 1)))
 
     @property
     def effective_meta_url(self) -> str:

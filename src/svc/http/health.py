@@ -25,6 +25,7 @@ async def get_health(request: Request) -> Response:
     body = await asyncio.to_thread(health_report, runtime)
     body["pipeline"]["preflights"] = request.app.state.preflights
     body["limits"] = await request.app.state.limits.health()  # svc.limits: rules, quotas
+    body["reads"] = runtime.reads.status()  # svc.reads.scheduler (on the event loop)
     body.update(request.app.state.operations.status())  # lake, backups (svc.backup.operations)
     return json_response(body, 200 if body["ready"] else 503)
 

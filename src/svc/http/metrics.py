@@ -7,6 +7,8 @@ filters), call one query function in a worker thread, answer its JSON.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -34,6 +36,7 @@ from svc.queries.dimensions import dimension
 from svc.queries.filters import parse_filters
 from svc.queries.metrics import query_metrics
 from svc.queries.plan import Query
+from svc.reads.scheduler import tenant_of
 from svc.retention import notice
 from svc.storage.events import EventStore, QueryTimeout, Read, ReadCancelled, timeout_error
 
@@ -108,17 +111,30 @@ async def _client_gone(request: Request) -> None:
 ANSWER_GRACE_S = 0.5
 
 
-async def run_read(request: Request, read: Read, fn: Callable[..., T], *args: Any) -> T:
+async def run_read(
+    request: Request,
+    read: Read,
+    fn: Callable[..., T],
+    *args: Any,
+    when_done: Callable[[], None] | None = None,
+) -> T:
     """``fn(*args)`` in a worker thread as ``read`` (its queries tagged and bounded, see
     :class:`Read`). When the client goes away first, its queries are stopped and it raises
     ReadCancelled, instead of running on for nobody. When the read's time is up (and a bit:
     the store stops a query between blocks of rows, and a block can be slow), its queries are
-    stopped and it raises QueryTimeout (504) at once, whatever the store is still doing."""
-    work = asyncio.ensure_future(asyncio.to_thread(read.run, fn, *args))
+    stopped and it raises QueryTimeout (504) at once, whatever the store is still doing.
+    ``when_done`` is called on the event loop once the worker thread has returned (not when
+    this returns: a stopped read may still be ending)."""
+    threads = runtime_of(request).read_threads  # one per read slot (svc.runtime)
+    call: Callable[[], T] = functools.partial(contextvars.copy_context().run, read.run, fn, *args)
+    work: asyncio.Future[T] = asyncio.get_running_loop().run_in_executor(threads, call)
+    if when_done is not None:
+        work.add_done_callback(lambda _done: when_done())
     gone = asyncio.ensure_future(_client_gone(request))
     limit = None if read.timeout_s is None else read.timeout_s + ANSWER_GRACE_S
     try:
-        await asyncio.wait({work, gone}, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
+        waited: set[asyncio.Future[Any]] = {work, gone}
+        await asyncio.wait(waited, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
         client_left = gone.done()
     finally:
         gone.cancel()
@@ -163,11 +179,25 @@ async def _read(
         principal = await principal_of(request)
         project = await project_for_read(request, principal)
         request.state.raw_from = raw_from = runtime.retention.raw_from(project)
+        ticket = await runtime.reads.admit(tenant_of(project.id, principal.kind, principal.key_id))
+        handles = runtime.store.read_handles
+        try:
+            handle = handles.lend()
+        except BaseException:
+            ticket.release()
+            raise
+
+        def done() -> None:
+            handles.give_back(handle)
+            ticket.release()
+
         started = time.monotonic()
         timeout = runtime.settings.query_timeout_seconds
-        read = Read(timeout_s=timeout if timeout > 0 else None)
+        read = Read(timeout_s=timeout if timeout > 0 else None, handle=handle)
         try:
-            body = await run_read(request, read, query, runtime.store, project, request)
+            body = await run_read(
+                request, read, query, runtime.store, project, request, when_done=done
+            )
         finally:
             runtime.store.release_memory_after_read(time.monotonic() - started)
         if raw_from is not None and request.query_params.get("from"):

@@ -29,13 +29,14 @@ import clickhouse_connect
 from clickhouse_connect.driver.client import Client
 from clickhouse_connect.driver.exceptions import Error as ClickHouseError
 
-from svc.errors import ApiError, InvalidRequest
+from svc.errors import ApiError, Busy, InvalidRequest
 from svc.schema.measurements import COUNTED_SQL
 from svc.schema.row import EVENT_COLUMNS as EVENT_COLUMNS
 from svc.schema.row import EventRow as EventRow
 from svc.settings import Settings
 from svc.storage import schema
 from svc.storage.memo import ReadMemo
+from svc.storage.read_handles import ReadHandles
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,7 @@ T = TypeVar("T")
 TIMEOUT_EXCEEDED = 159
 QUERY_WAS_CANCELLED = 394
 CANNOT_COMPILE_REGEXP = 427
+MEMORY_LIMIT_EXCEEDED = 241
 
 
 class QueryTimeout(ApiError):
@@ -109,6 +111,9 @@ class Read:
     the read began, and none starts once it is spent."""
 
     timeout_s: float | None = None
+    #: the store handle its queries run on (lent by :attr:`EventStore.read_handles`); None:
+    #: the store's main handle
+    handle: Client | None = None
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     started: float = field(default_factory=time.monotonic)
     cancelled: bool = False
@@ -256,11 +261,16 @@ class EventStore:
         self._generation_lock = threading.Lock()
         #: The facts' reads kept while nothing is written (svc.storage.memo). Embedded only.
         self.memo = ReadMemo(0 if settings.clickhouse_url else settings.read_memo_entries)
-        #: The settings of every read (see READ_SETTINGS).
+        #: The settings of every read (see READ_SETTINGS), and its memory bound.
         self.read_settings = {
             **READ_SETTINGS,
             **({} if settings.clickhouse_url else EMBEDDED_READ_SETTINGS),
         }
+        #: What bounds the memory of a report's query under a Read (not of an export's, nor
+        #: of the service's own reads: a rollup must not fail for its size).
+        self.read_memory = memory_bound(settings.read_memory_limit_mb)
+        #: The handles of the reads admitted by the read scheduler (svc.reads.scheduler).
+        self.read_handles = ReadHandles(settings.effective_read_slots, self._read_handle)
 
     def note_write(self) -> None:
         """Count a write to the store that has returned: the runtime's rollup pass is skipped
@@ -304,6 +314,14 @@ class EventStore:
                     client = self._handles[purpose] = self._watched(connect(self.settings))
         return client
 
+    def _read_handle(self) -> Client:
+        """A new handle for :attr:`read_handles` (with a ClickHouse server: the main client,
+        whose HTTP pool serves calls side by side)."""
+        if self.settings.clickhouse_url:
+            return self.client
+        _ = self.client  # the engine is opened (and the data-frame libraries skipped) once
+        return self._watched(connect(self.settings))
+
     def _watched(self, client: Client) -> Client:
         """``client``, its calls that may write counted in :attr:`generation` once returned
         (or failed: they may have written part): every insert, and every command or query
@@ -328,9 +346,11 @@ class EventStore:
         return client
 
     def close(self) -> None:
-        for client in [*self._handles.values(), self._client]:
-            if client is not None:
+        for client in [*self._handles.values(), *self.read_handles.handles(), self._client]:
+            if client is not None and client is not self._client:
                 client.close()
+        if self._client is not None:
+            self._client.close()
         self._handles.clear()
         self._client = None
 
@@ -597,23 +617,37 @@ class EventStore:
         settings: dict[str, Any] | None = None,
     ) -> Sequence[Sequence[Any]]:
         """Rows of a parameterised SELECT (``{name:Type}`` placeholders, bound server-side)."""
-        sql, all_settings = self._under_read(sql, {**self.read_settings, **(settings or {})})
+        sql, all_settings = self._under_read(
+            sql, {**self.read_settings, **(settings or {})}, bounded=True
+        )
         with _read_errors():
-            result = self.client.query(sql, parameters=parameters or {}, settings=all_settings)
+            result = self._read_client().query(
+                sql, parameters=parameters or {}, settings=all_settings
+            )
         return result.result_rows
 
     def query_named(
         self, sql: str, parameters: dict[str, Any] | None = None
     ) -> list[dict[str, Any]]:
-        return self._query_named(self.client, sql, parameters or {}, self.read_settings)
+        return self._query_named(self._read_client(), sql, parameters or {}, self.read_settings)
 
-    def _under_read(self, sql: str, settings: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    def _read_client(self) -> Client:
+        """The handle of the current :class:`Read` (lent to it), else the main one."""
+        read = _CURRENT_READ.get()
+        return read.handle if read is not None and read.handle is not None else self.client
+
+    def _under_read(
+        self, sql: str, settings: dict[str, Any], bounded: bool = False
+    ) -> tuple[str, dict[str, Any]]:
         """``sql`` and ``settings`` of a query run under the current :class:`Read`, if any:
-        tagged with its comment, bounded by the time it has left. Raises ReadCancelled once
+        tagged with its comment, bounded by the time it has left and, when ``bounded`` (a
+        report's query, not an export's), by :attr:`read_memory`. Raises ReadCancelled once
         it was stopped, QueryTimeout once its time is spent."""
         read = _CURRENT_READ.get()
         if read is None:
             return sql, settings
+        if bounded:
+            settings = {**settings, **self.read_memory}
         if read.cancelled:
             raise ReadCancelled(read.id)
         left = read.seconds_left()
@@ -660,13 +694,49 @@ class EventStore:
     def query_named_together(
         self, *statements: tuple[str, dict[str, Any]]
     ) -> list[list[dict[str, Any]]]:
-        """The rows of several independent reads, run side by side: the first on the main
-        client, the others each on a handle of its own (see :meth:`_own_handle`). A report
-        made of two queries (a time series, GET /metrics over rolled-up days) then takes
-        about the longer of them instead of their sum when one alone leaves a core idle."""
+        """The rows of several independent reads, run side by side: the first on the read's
+        handle (:meth:`_read_client`), the others each on a handle of its own: under a
+        :class:`Read` with a lent handle, the read pool's spares while one is free (the rest
+        then one after another on the read's handle); otherwise the store's own ``read-<i>``
+        handles (see :meth:`_own_handle`). A report made of two queries (a time series, GET
+        /metrics over rolled-up days) then takes about the longer of them instead of their
+        sum when one alone leaves a core idle."""
         if len(statements) == 1:
             return [self.query_named(*statements[0])]
+        read = _CURRENT_READ.get()
+        if read is not None and read.handle is not None:
+            return self._together_lent(read.handle, statements)
         clients = [self.client, *(self._own_handle(f"read-{i}") for i in range(1, len(statements)))]
+        return self._together_on(clients, statements)
+
+    def _together_lent(
+        self, own: Client, statements: Sequence[tuple[str, dict[str, Any]]]
+    ) -> list[list[dict[str, Any]]]:
+        """:meth:`query_named_together` on ``own`` and the spare handles free now."""
+        spares: list[Client] = []
+        for _ in statements[1:]:
+            spare = self.read_handles.try_spare()
+            if spare is None:
+                break
+            spares.append(spare)
+        try:
+            if not spares:
+                return [self._query_named(own, *st, self.read_settings) for st in statements]
+            # the statements the spares cannot take run after the first, on the read's handle
+            side = len(spares)
+            together = self._together_on([own, *spares], statements[: side + 1])
+            rest = [
+                self._query_named(own, *st, self.read_settings) for st in statements[side + 1 :]
+            ]
+            return [*together, *rest]
+        finally:
+            for spare in spares:
+                self.read_handles.give_back_spare(spare)
+
+    def _together_on(
+        self, clients: Sequence[Client], statements: Sequence[tuple[str, dict[str, Any]]]
+    ) -> list[list[dict[str, Any]]]:
+        """Statement i on client i, the first in this thread, the others side by side."""
         with ThreadPoolExecutor(max_workers=len(statements) - 1) as pool:
             others = [  # each in a copy of this context: the same Read
                 pool.submit(
@@ -685,7 +755,7 @@ class EventStore:
     def _query_named(
         self, client: Client, sql: str, parameters: dict[str, Any], settings: dict[str, Any]
     ) -> list[dict[str, Any]]:
-        sql, settings = self._under_read(sql, settings)
+        sql, settings = self._under_read(sql, settings, bounded=True)
         with _read_errors():
             result = client.query(sql, parameters=parameters, settings=settings)
         names = result.column_names
@@ -761,6 +831,22 @@ READ_SETTINGS: dict[str, Any] = {
 #: past max_bytes_before_external_group_by (in buckets then).
 EMBEDDED_READ_SETTINGS: dict[str, Any] = {"group_by_two_level_threshold_bytes": 0}
 
+
+def memory_bound(limit_mb: int) -> dict[str, Any]:
+    """The settings that bound one read's memory to ``limit_mb`` (0: none): the store stops
+    it past that (``max_memory_usage``; answered 503 busy), and a GROUP BY or sort goes on
+    disk past half of it (or past READ_SETTINGS' bound, the lower)."""
+    if limit_mb <= 0:
+        return {}
+    limit = limit_mb * 1024 * 1024
+    spill = min(limit // 2, READ_SETTINGS["max_bytes_before_external_group_by"])
+    return {
+        "max_memory_usage": limit,
+        "max_bytes_before_external_group_by": spill,
+        "max_bytes_before_external_sort": spill,
+    }
+
+
 #: The start of SQL that writes nothing to the tables (a command or query whose SQL starts
 #: otherwise may write).
 _READ_SQL = re.compile(
@@ -824,6 +910,12 @@ def _read_errors() -> Iterator[None]:
             raise timeout_error(read) from exc
         if code == QUERY_WAS_CANCELLED and read.cancelled:
             raise ReadCancelled(read.id) from exc
+        if code == MEMORY_LIMIT_EXCEEDED:
+            raise Busy(
+                "the read needed more memory than one read may take (SVC_READ_MEMORY_LIMIT_MB): "
+                "narrow the range or the filters, or retry when the store is quieter",
+                headers={"Retry-After": "5"},
+            ) from exc
         if code == CANNOT_COMPILE_REGEXP:
             found = _RE2_ERROR.search(str(exc))
             why = f"{found.group(1)!r}: {found.group(2)}" if found else "refused"

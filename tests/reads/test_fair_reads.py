@@ -1,0 +1,161 @@
+"""Many tenants at once, against a real server (issue 39): one project's slow reads (long
+paths under a costly pattern) neither hold another project's reads back nor /health nor the
+loader; a project past its share of reads waits its turn or gets 503 ``busy``; a read past
+its memory is refused and the server stays healthy. Functional, not timed: each test checks
+what answered while the slow reads were still running."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support import Server, is_error
+from tests.test_metrics_golden import DAY, at, ev
+
+D = DAY.date().isoformat()
+#: A pattern within the bounds of svc.queries.filters that RE2 runs slowly over long paths of
+#: random a and b (a DFA too large to keep): seconds for a report over 400 such paths.
+SLOW = {"from": D, "filter": "page:matches:a.{90}[^ab]"}
+LIGHT = {"from": D}
+
+
+def bearer(project: dict[str, Any]) -> dict[str, str]:
+    return {"Authorization": f"Bearer {project['keys']['secret']}"}
+
+
+def start(tmp: Path, **env: str) -> tuple[Server, dict[str, Any], dict[str, Any]]:
+    """A server with a project of 400 events on long paths (slow to filter) and a small one."""
+    srv = Server(tmp / "data", env={"SVC_LOG_LEVEL": "info", **env}).start()
+    big = srv.create_project("big", domains=["acme.test"])
+    small = srv.create_project("small", domains=["acme.test"])
+    rng = random.Random(39)
+    for part in range(2):
+        events = [
+            ev(i % 250 + 1, at(10, i % 60), path="/" + "".join(rng.choices("ab", k=1500)))
+            for i in range(part * 200, (part + 1) * 200)
+        ]
+        assert srv.send(big["keys"]["secret"], events).status_code == 200
+    assert srv.send(small["keys"]["secret"], [ev(1, at(9, 0)), ev(2, at(9, 5))]).status_code == 200
+    srv.wait_loaded()
+    return srv, big, small
+
+
+class Background:
+    """A GET run in a thread; :attr:`response` once it is answered."""
+
+    def __init__(self, srv: Server, project: dict[str, Any], params: dict[str, str]) -> None:
+        self.response: httpx.Response | None = None
+        self._thread = threading.Thread(target=self._get, args=(srv, project, params), daemon=True)
+        self._thread.start()
+
+    def _get(self, srv: Server, project: dict[str, Any], params: dict[str, str]) -> None:
+        self.response = httpx.get(
+            srv.url + "/metrics", params=params, headers=bearer(project), timeout=120
+        )
+
+    @property
+    def done(self) -> bool:
+        return self.response is not None
+
+    def wait(self) -> httpx.Response:
+        self._thread.join(120)
+        assert self.response is not None
+        return self.response
+
+
+def reads_of(srv: Server) -> dict[str, int]:
+    figures: dict[str, int] = httpx.get(srv.url + "/health", timeout=10).json()["reads"]
+    return figures
+
+
+def until(check: Callable[[], bool], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def capped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Any, Any]]:
+    """One read at a time per project, a short wait for a turn."""
+    srv, big, small = start(
+        tmp_path_factory.mktemp("fair-reads"),
+        SVC_READ_SLOTS="3",
+        SVC_READS_PER_PROJECT="1",
+        SVC_READ_QUEUE_SECONDS="1",
+    )
+    yield srv, big, small
+    srv.stop()
+
+
+def test_another_project_reads_while_one_is_slow_and_over_its_share(
+    capped: tuple[Server, dict[str, Any], dict[str, Any]],
+) -> None:
+    srv, big, small = capped
+    slow = Background(srv, big, SLOW)
+    until(lambda: reads_of(srv)["running"] == 1)
+    # the big project's second read waits its turn, then is refused: busy, never a hang
+    second = httpx.get(srv.url + "/metrics", params=SLOW, headers=bearer(big), timeout=30)
+    error = is_error(second, 503)["error"]
+    assert error["code"] == "busy" and int(second.headers["Retry-After"]) >= 1, second.text
+    # the small project's read starts at once, /health answers, events are loaded
+    r = httpx.get(srv.url + "/metrics", params=LIGHT, headers=bearer(small), timeout=30)
+    assert r.status_code == 200 and r.json()["pageviews"] == 2, r.text
+    assert httpx.get(srv.url + "/health", timeout=10).status_code == 200
+    assert srv.send(small["keys"]["secret"], [ev(3, at(9, 10))]).status_code == 200
+    srv.wait_loaded()
+    r = httpx.get(srv.url + "/metrics", params=LIGHT, headers=bearer(small), timeout=30)
+    assert r.json()["pageviews"] == 3
+    assert not slow.done, "the slow read ended before the others were answered"
+    assert slow.wait().status_code == 200
+    assert reads_of(srv)["refusedTotal"] >= 1
+
+
+def test_a_project_over_its_share_waits_its_turn(
+    capped: tuple[Server, dict[str, Any], dict[str, Any]],
+) -> None:
+    srv, _, small = capped
+    light = [Background(srv, small, LIGHT) for _ in range(4)]
+    assert [b.wait().status_code for b in light] == [200] * 4  # each within the 1 s wait
+    assert reads_of(srv)["running"] == 0
+
+
+def test_health_answers_while_every_read_handle_is_busy(tmp_path: Path) -> None:
+    srv, big, small = start(
+        tmp_path, SVC_READ_SLOTS="2", SVC_READS_PER_PROJECT="2", SVC_READ_QUEUE_SECONDS="1"
+    )
+    try:
+        slow = [Background(srv, big, SLOW) for _ in range(2)]
+        until(lambda: reads_of(srv)["running"] == 2)
+        health = httpx.get(srv.url + "/health", timeout=10)
+        assert health.status_code == 200 and health.json()["store"]["reachable"] is True
+        # no slot: the small project's read waits its turn, then is busy (never a hang)
+        r = httpx.get(srv.url + "/metrics", params=LIGHT, headers=bearer(small), timeout=30)
+        assert is_error(r, 503)["error"]["code"] == "busy"
+        assert not any(b.done for b in slow)
+        assert [b.wait().status_code for b in slow] == [200, 200]
+        r = httpx.get(srv.url + "/metrics", params=LIGHT, headers=bearer(small), timeout=30)
+        assert r.status_code == 200
+    finally:
+        srv.stop()
+
+
+def test_a_read_past_its_memory_is_busy_and_the_server_stays_healthy(tmp_path: Path) -> None:
+    srv, big, _ = start(tmp_path, SVC_READ_MEMORY_LIMIT_MB="1")
+    try:
+        r = httpx.get(srv.url + "/metrics", params=SLOW, headers=bearer(big), timeout=60)
+        error = is_error(r, 503)["error"]
+        assert error["code"] == "busy" and "SVC_READ_MEMORY_LIMIT_MB" in error["message"]
+        assert "Retry-After" in r.headers
+        assert httpx.get(srv.url + "/health", timeout=10).status_code == 200
+        assert reads_of(srv)["running"] == 0
+        assert "Traceback" not in srv.log()
+    finally:
+        srv.stop()

@@ -1,0 +1,93 @@
+"""The read scheduler's rules on the event loop, without a store: slots, the share of a
+tenant, tenants in turn, and never a hang (svc.reads.scheduler)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from svc.errors import Busy
+from svc.reads.scheduler import ReadScheduler, Ticket, tenant_of
+
+
+async def settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_a_tenant_runs_at_most_its_share_and_others_start_at_once() -> None:
+    reads = ReadScheduler(slots=4, per_tenant=2, wait_s=5)
+    a1, a2 = await reads.admit("a"), await reads.admit("a")
+    third = asyncio.ensure_future(reads.admit("a"))
+    await settle()
+    assert not third.done() and reads.waiting == 1
+    b = await asyncio.wait_for(reads.admit("b"), 0.1)  # a slot is free: b is not behind a
+    a1.release()
+    await settle()
+    assert third.done() and reads.running == 3
+    for ticket in (a2, third.result(), b):
+        ticket.release()
+    assert reads.running == 0 and reads.waiting == 0
+
+
+async def test_tenants_are_served_in_turn() -> None:
+    reads = ReadScheduler(slots=1, per_tenant=1, wait_s=5)
+    first = await reads.admit("a")
+    order: list[str] = []
+
+    async def read(tenant: str) -> None:
+        ticket = await reads.admit(tenant)
+        order.append(tenant)
+        await asyncio.sleep(0)
+        ticket.release()
+
+    # a queues three reads before b and c queue one each: b and c are not behind a's queue
+    tasks = [asyncio.ensure_future(read(t)) for t in ("a", "a", "a", "b", "c")]
+    await settle()
+    first.release()
+    await asyncio.gather(*tasks)
+    assert order == ["a", "b", "c", "a", "a"], order
+
+
+async def test_a_read_not_admitted_in_time_is_busy_with_retry_after() -> None:
+    reads = ReadScheduler(slots=1, per_tenant=1, wait_s=0.05)
+    held = await reads.admit("a")
+    with pytest.raises(Busy) as refused:
+        await reads.admit("b")
+    assert refused.value.status == 503 and refused.value.code == "busy"
+    assert int(refused.value.headers["Retry-After"]) >= 1
+    assert reads.waiting == 0 and reads.refused == 1
+    held.release()
+    (await reads.admit("b")).release()  # nothing was left behind
+
+
+async def test_a_full_queue_is_busy_at_once() -> None:
+    reads = ReadScheduler(slots=1, per_tenant=1, wait_s=5, queue_limit=1)
+    held = await reads.admit("a")
+    queued = asyncio.ensure_future(reads.admit("a"))
+    await settle()
+    with pytest.raises(Busy):
+        await asyncio.wait_for(reads.admit("a"), 0.1)
+    held.release()
+    (await queued).release()
+
+
+async def test_a_cancelled_wait_leaves_no_slot_taken() -> None:
+    reads = ReadScheduler(slots=1, per_tenant=1, wait_s=5)
+    held = await reads.admit("a")
+    waiting = asyncio.ensure_future(reads.admit("b"))
+    await settle()
+    waiting.cancel()
+    await settle()
+    held.release()
+    assert reads.running == 0 and reads.waiting == 0
+    ticket: Ticket = await asyncio.wait_for(reads.admit("c"), 0.1)
+    ticket.release()
+    ticket.release()  # idempotent
+    assert reads.running == 0
+
+
+def test_a_share_link_is_a_tenant_of_its_own() -> None:
+    assert tenant_of("p1", "secret", "key_1") == "p1" == tenant_of("p1", "account", None)
+    assert tenant_of("p1", "share", "key_2") == "p1/share/key_2"
