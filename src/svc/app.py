@@ -79,6 +79,7 @@ def create_app(settings: Settings) -> Starlette:
         Route("/metrics/breakdown", metrics.get_breakdown, methods=["GET"]),
         Route("/metrics/realtime", metrics.get_realtime, methods=["GET"]),
         Route("/metrics/goals", metrics.get_goals, methods=["GET"]),
+        Route("/metrics/values", metrics.get_values, methods=["GET"]),
         Route("/metrics/funnel", metrics.get_funnel, methods=["GET"]),
         Route("/metrics/revenue", metrics.get_revenue, methods=["GET"]),
         Route("/metrics/errors", metrics.get_errors, methods=["GET"]),

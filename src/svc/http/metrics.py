@@ -29,6 +29,7 @@ from svc.queries import (
     measurements,
     properties,
     realtime,
+    suggestions,
     timeseries,
 )
 from svc.queries.dates import FIRST_DAY, LAST_DAY, DateRange, is_known_zone, parse_range, parse_zone
@@ -228,6 +229,17 @@ def _metrics(store: EventStore, project: Project, request: Request) -> dict[str,
     return body
 
 
+def _values(store: EventStore, project: Project, request: Request) -> dict[str, Any]:
+    params = request.query_params
+    return suggestions.query_values(
+        store,
+        parse_scope(request, project),
+        params.get("dimension"),
+        params.get("q"),
+        suggestions.parse_limit(params.get("limit")),
+    )
+
+
 def _timeseries(store: EventStore, project: Project, request: Request) -> dict[str, Any]:
     scope = parse_scope(request, project)
     interval = timeseries.parse_interval(
@@ -358,3 +370,4 @@ get_revenue = _endpoint(_revenue)
 get_errors = _endpoint(_errors)
 get_properties = _endpoint(_properties)
 get_vitals = _endpoint(_vitals)
+get_values = _endpoint(_values)

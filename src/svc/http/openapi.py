@@ -342,6 +342,17 @@ class Goals(Doc):
     goals: list[Goal]
 
 
+class DimensionValue(Doc):
+    value: str
+    visitors: int
+
+
+class Values(Doc):
+    dimension: str
+    q: Annotated[str, Meta(description="The text the values hold, as sent (any case).")]
+    values: list[DimensionValue]
+
+
 class FunnelStep(Doc):
     step: str
     visitors: int
@@ -573,6 +584,7 @@ TYPES: dict[str, type[Struct]] = {
             Vitals,
             Realtime,
             Goals,
+            Values,
             Funnel,
             Revenue,
             Errors,
@@ -819,6 +831,16 @@ def _reports(settings: Settings, secured: list[dict[str, list[str]]]) -> dict[st
             "Conversions of goals: event:<name> or page:<pattern with *>",
             [*scoped, _param("goal", "query", "Repeatable.", True)],
             "Goals",
+        ),
+        "/metrics/values": get(
+            "The values of a dimension that hold a text, most visitors first (suggestions)",
+            [
+                *scoped,
+                _param("dimension", "query", "page, source, country, prop:<key>...", True),
+                _param("q", "query", "Text the values hold, any case (all when empty)."),
+                _param("limit", "query", "1-100 (default 20).", type="integer"),
+            ],
+            "Values",
         ),
         "/metrics/funnel": get(
             "A funnel of 2 to 8 steps completed in order within a window",

@@ -31,6 +31,7 @@ RULES: dict[str, str] = {
     "GET /metrics/breakdown": "read",
     "GET /metrics/realtime": "read",
     "GET /metrics/goals": "read",
+    "GET /metrics/values": "read",
     "GET /metrics/funnel": "read",
     "GET /metrics/revenue": "read",
     "GET /metrics/errors": "read",

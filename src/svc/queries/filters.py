@@ -15,6 +15,7 @@ import re2
 
 from svc.errors import InvalidRequest
 from svc.queries.dimensions import Dimension, dimension
+from svc.schema.named import NAMED, canonical
 
 OPERATORS = ("is", "is_not", "contains", "not_contains", "matches", "not_matches")
 MAX_FILTERS = 20
@@ -129,6 +130,8 @@ def parse_filter(text: str, index: int, field: str = "filter") -> Filter:
         if why is not None:
             raise InvalidRequest(f"`{field}` {_shown(text)}: {why}", field=field)
     values = tuple(value.split("|")) if op in ("is", "is_not") else (value,)
+    if op in ("is", "is_not") and dim.name in NAMED:  # as stored, from what the dashboard shows
+        values = tuple(canonical(dim.name, v) for v in values)
     return Filter(dim, op, values, tuple(dim_params.items()))
 
 

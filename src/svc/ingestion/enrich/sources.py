@@ -80,29 +80,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
+from svc.schema.named import CHANNELS as NAMED_CHANNELS
+
 __all__ = ["CATEGORIES", "CHANNELS", "HOSTS", "Attribution", "attribute", "canonical_source"]
 
-CHANNELS: Final = (
-    "direct",
-    "cross_network",
-    "paid_shopping",
-    "paid_search",
-    "paid_social",
-    "paid_video",
-    "display",
-    "paid_other",
-    "ai_assistants",
-    "organic_shopping",
-    "organic_social",
-    "organic_video",
-    "organic_search",
-    "referral",
-    "email",
-    "affiliates",
-    "audio",
-    "sms",
-    "mobile_push_notifications",
-)
+CHANNELS: Final = NAMED_CHANNELS
 """Every channel name :func:`attribute` can return."""
 
 DIRECT: Final = "direct"

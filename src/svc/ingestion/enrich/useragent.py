@@ -48,24 +48,15 @@ from typing import Final, Protocol
 
 from ua_parser import BasicResolver, Domain, Resolver, load_builtins, load_lazy_builtins
 
+from svc.schema.named import BROWSER_NAMES, OS_NAMES
+
 __all__ = ["UserAgentInfo", "device_from_screen", "load", "parse_user_agent"]
 
 
 _MAX_UA_LEN: Final = 1_024  # longer UAs are cut before parsing (they are junk or attacks)
 
-_BROWSER_NAMES: Final = {
-    "Mobile Safari": "Safari",
-    "Chrome Mobile": "Chrome",
-    "Chrome Mobile iOS": "Chrome",
-    "Firefox Mobile": "Firefox",
-    "Firefox iOS": "Firefox",
-    "Edge Mobile": "Edge",
-    "Opera Mobile": "Opera",
-    "Chrome Mobile WebView": "Chrome WebView",
-    "Mobile Safari UI/WKWebView": "Safari WebView",
-    "Other": "",
-}
-_OS_NAMES: Final = {"Mac OS X": "macOS", "Other": ""}
+_BROWSER_NAMES: Final = BROWSER_NAMES  # the names stored (svc.schema.named)
+_OS_NAMES: Final = OS_NAMES
 
 
 @dataclass(frozen=True, slots=True)
