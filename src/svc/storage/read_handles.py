@@ -19,12 +19,21 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from clickhouse_connect.driver.client import Client
 
 
 class NoReadHandle(RuntimeError):
     """More reads asked for a handle than were admitted (a bug of the caller)."""
+
+
+@dataclass
+class _Set:
+    """Handles of one kind: those free now, and how many were opened."""
+
+    free: list[Client] = field(default_factory=list)
+    opened: int = 0
 
 
 class ReadHandles:
@@ -36,10 +45,8 @@ class ReadHandles:
         self.size = size
         self._open = open_handle
         self._lock = threading.Lock()
-        self._free: list[Client] = []
-        self._spares: list[Client] = []
-        self._opened = 0
-        self._spares_opened = 0
+        self._reads = _Set()
+        self._spares = _Set()
         self._all: list[Client] = []
         #: handles lent now (reads and spares), for /internal/metrics and the tests
         self.lent = 0
@@ -47,63 +54,49 @@ class ReadHandles:
     def lend(self) -> Client:
         """A handle for one read, until :meth:`give_back`; NoReadHandle when all ``size`` are
         lent (the scheduler admits no more reads than that)."""
-        with self._lock:
-            if self._free:
-                client = self._free.pop()
-            elif self._opened < self.size:
-                self._opened += 1
-                client = None
-            else:
-                raise NoReadHandle(f"all {self.size} read handles are lent")
-            self.lent += 1
-        if client is not None:
-            return client
-        try:
-            return self._opened_handle()
-        except BaseException:
-            with self._lock:
-                self._opened -= 1
-                self.lent -= 1
-            raise
+        client = self._take(self._reads)
+        if client is None:
+            raise NoReadHandle(f"all {self.size} read handles are lent")
+        return client
 
     def try_spare(self) -> Client | None:
         """A spare handle for a moment (give it back with :meth:`give_back_spare`), or None
         when every spare is lent. Never waits."""
-        with self._lock:
-            if self._spares:
-                client = self._spares.pop()
-            elif self._spares_opened < self.size:
-                self._spares_opened += 1
-                client = None
-            else:
-                return None
-            self.lent += 1
-        if client is not None:
-            return client
-        try:
-            return self._opened_handle()
-        except BaseException:
-            with self._lock:
-                self._spares_opened -= 1
-                self.lent -= 1
-            raise
+        return self._take(self._spares)
 
     def give_back(self, client: Client) -> None:
-        with self._lock:
-            self._free.append(client)
-            self.lent -= 1
+        self._put(self._reads, client)
 
     def give_back_spare(self, client: Client) -> None:
-        with self._lock:
-            self._spares.append(client)
-            self.lent -= 1
+        self._put(self._spares, client)
 
-    def _opened_handle(self) -> Client:
-        client = self._open()
+    def _take(self, kind: _Set) -> Client | None:
+        """A free handle of ``kind``, a new one while fewer than ``size`` were opened, else
+        None."""
+        with self._lock:
+            if kind.free:
+                self.lent += 1
+                return kind.free.pop()
+            if kind.opened >= self.size:
+                return None
+            kind.opened += 1
+            self.lent += 1
+        try:
+            client = self._open()
+        except BaseException:
+            with self._lock:
+                kind.opened -= 1
+                self.lent -= 1
+            raise
         with self._lock:
             if client not in self._all:
                 self._all.append(client)
         return client
+
+    def _put(self, kind: _Set, client: Client) -> None:
+        with self._lock:
+            kind.free.append(client)
+            self.lent -= 1
 
     def handles(self) -> list[Client]:
         """Every handle opened so far (to close them)."""
