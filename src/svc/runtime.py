@@ -63,7 +63,10 @@ class Runtime:
         self.store = EventStore(settings)
         # which reads of GET /metrics* run now, each on a read handle of the store's
         self.reads = ReadScheduler(
-            settings.effective_read_slots, settings.reads_per_project, settings.read_queue_seconds
+            settings.effective_read_slots,
+            settings.reads_per_project,
+            settings.read_queue_seconds,
+            memory_limit_bytes=settings.memory_limit_mb * 1024 * 1024,
         )
         # the threads the admitted reads run in: as many as may run, apart from the event
         # loop's default pool (so /health, sign-in and metadata look-ups never wait for them)

@@ -286,6 +286,12 @@ class Settings:
         10.0,
         "Longest a read waits for its turn; past it the answer is 503 busy with Retry-After.",
     )
+    memory_limit_mb: int = _setting(
+        0,
+        "The service's memory budget (MB of resident memory): while it is over it, reads of "
+        "GET /metrics* run one at a time, the others waiting their turn or answered 503 busy. "
+        "0: no budget.",
+    )
     read_memory_limit_mb: int = _setting(
         512,
         "Most memory one read may take in the store (max_memory_usage; a GROUP BY or sort "

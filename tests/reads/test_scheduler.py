@@ -91,3 +91,29 @@ async def test_a_cancelled_wait_leaves_no_slot_taken() -> None:
 def test_a_share_link_is_a_tenant_of_its_own() -> None:
     assert tenant_of("p1", "secret", "key_1") == "p1" == tenant_of("p1", "account", None)
     assert tenant_of("p1", "share", "key_2") == "p1/share/key_2"
+
+
+async def test_over_the_memory_budget_reads_run_one_at_a_time() -> None:
+    resident = [900]
+    reads = ReadScheduler(
+        slots=4, per_tenant=4, wait_s=5, memory_limit_bytes=800, resident=lambda: resident[0]
+    )
+    first = await asyncio.wait_for(reads.admit("a"), 0.1)  # none runs: one may, whatever
+    second = asyncio.ensure_future(reads.admit("b"))
+    await asyncio.sleep(0.05)
+    assert not second.done() and reads.status()["heldForMemoryTotal"] >= 1
+    resident[0] = 700  # the memory went back (no read ended to wake anyone)
+    (await asyncio.wait_for(second, 1)).release()
+    first.release()
+    assert reads.running == 0
+
+
+async def test_over_the_memory_budget_a_read_waits_then_is_busy() -> None:
+    reads = ReadScheduler(
+        slots=4, per_tenant=4, wait_s=0.2, memory_limit_bytes=800, resident=lambda: 900
+    )
+    held = await reads.admit("a")
+    with pytest.raises(Busy):
+        await reads.admit("b")
+    held.release()
+    (await asyncio.wait_for(reads.admit("b"), 0.1)).release()

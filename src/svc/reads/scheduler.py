@@ -13,6 +13,10 @@ most ``slots`` reads run at once, whatever the number of requests.
   one read of each other tenant, never behind another's queue.
 - **Never a hang.** A read that is not admitted within ``wait_s`` gets 503 ``busy`` with
   ``Retry-After``, and so does one past ``queue_limit`` waiting reads of its tenant.
+- **A memory budget.** With ``memory_limit_bytes``, while the process's resident memory is
+  over it, no read starts beside another: one at a time, the others waiting their turn (or
+  503 ``busy``) until the memory is back under the budget. Never none: the service whose
+  idle memory is over its budget still answers, one read at a time.
 
 A slot is held until the read's worker thread is done (:meth:`Ticket.release`), not until
 its answer: a read answered 504 or abandoned by its client holds its handle until the store
@@ -23,10 +27,15 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from svc.errors import Busy
+
+#: How soon the waiting reads are looked at again while the memory is over the budget (s).
+MEMORY_RECHECK_S = 0.1
 
 
 @dataclass(eq=False)
@@ -50,9 +59,19 @@ class _Tenant:
 
 
 class ReadScheduler:
-    def __init__(self, slots: int, per_tenant: int, wait_s: float, queue_limit: int = 100) -> None:
+    def __init__(
+        self,
+        slots: int,
+        per_tenant: int,
+        wait_s: float,
+        queue_limit: int = 100,
+        memory_limit_bytes: int = 0,
+        resident: Callable[[], int] | None = None,
+    ) -> None:
         """``slots`` reads at once, ``per_tenant`` of one tenant; a read waits at most
-        ``wait_s`` for its slot, and a tenant at most ``queue_limit`` reads."""
+        ``wait_s`` for its slot, and a tenant at most ``queue_limit`` reads; past
+        ``memory_limit_bytes`` of the process's resident memory (``resident()``, read from
+        /proc by default; 0: no budget) one read at a time."""
         if slots < 1 or per_tenant < 1:
             raise ValueError("a read scheduler needs at least one slot, and one per tenant")
         self.slots = slots
@@ -60,11 +79,16 @@ class ReadScheduler:
         self.wait_s = wait_s
         self.queue_limit = queue_limit
         self.running = 0
+        self.memory_limit_bytes = memory_limit_bytes
+        self._resident = resident or resident_bytes
+        self._rechecking = False
         self._tenants: dict[str, _Tenant] = {}
         self._turn: deque[str] = deque()  # tenants with waiting reads, next to serve first
-        #: reads refused busy, and reads that waited, since start (/internal/metrics)
+        #: reads refused busy, reads that waited, and admissions held back by the memory
+        #: budget, since start (/health)
         self.refused = 0
         self.waited = 0
+        self.held_for_memory = 0
 
     @property
     def waiting(self) -> int:
@@ -80,13 +104,15 @@ class ReadScheduler:
             "waiting": self.waiting,
             "waitedTotal": self.waited,
             "refusedTotal": self.refused,
+            "memoryLimitBytes": self.memory_limit_bytes,
+            "heldForMemoryTotal": self.held_for_memory,
         }
 
     async def admit(self, tenant: str) -> Ticket:
         """A slot for a read of ``tenant``: at once when one is free and the tenant is under
         its share, else in its turn; :class:`Busy` past ``wait_s`` or ``queue_limit``."""
         state = self._tenants.setdefault(tenant, _Tenant())
-        if not state.waiting and state.running < self.per_tenant and self.running < self.slots:
+        if not state.waiting and self._may_start(state):
             self._start(tenant, state)
             return Ticket(self, tenant)
         if len(state.waiting) >= self.queue_limit:
@@ -120,6 +146,31 @@ class ReadScheduler:
             headers={"Retry-After": str(wait)},
         )
 
+    def _may_start(self, state: _Tenant) -> bool:
+        """Whether a read of a tenant in ``state`` may start now: a slot is free, the tenant
+        is under its share, and the memory is under the budget (or no read runs)."""
+        if self.running >= self.slots or state.running >= self.per_tenant:
+            return False
+        if self.running == 0 or not self.memory_limit_bytes:
+            return True
+        if self._resident() <= self.memory_limit_bytes:
+            return True
+        self.held_for_memory += 1
+        self._recheck_soon()
+        return False
+
+    def _recheck_soon(self) -> None:
+        """Look again in a moment (the memory a read freed goes back to the system after
+        about a second, with no release to wake the waiting reads)."""
+        if not self._rechecking:
+            self._rechecking = True
+
+            def again() -> None:
+                self._rechecking = False
+                self._dispatch()
+
+            asyncio.get_running_loop().call_later(MEMORY_RECHECK_S, again)
+
     def _start(self, tenant: str, state: _Tenant) -> None:
         state.running += 1
         self.running += 1
@@ -147,7 +198,7 @@ class ReadScheduler:
                 tenant = self._turn[0]
                 self._turn.rotate(-1)
                 state = self._tenants[tenant]
-                if state.running < self.per_tenant:
+                if self._may_start(state):
                     granted = state.waiting.popleft()
                     if not state.waiting:
                         self._turn.remove(tenant)
@@ -156,6 +207,15 @@ class ReadScheduler:
                     break
             else:
                 return  # every waiting tenant is at its share
+
+
+def resident_bytes() -> int:
+    """This process's resident memory (0 where /proc is not there)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return 0
 
 
 def tenant_of(project_id: str, kind: str, key_id: str | None) -> str:
