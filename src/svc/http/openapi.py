@@ -846,7 +846,15 @@ def _reports(settings: Settings, secured: list[dict[str, list[str]]]) -> dict[st
             "A funnel of 2 to 8 steps completed in order within a window",
             [
                 *scoped,
-                _param("step", "query", "Repeatable, 2-8, like goal.", True),
+                _param(
+                    "step",
+                    "query",
+                    "Repeatable, 2-8, like goal; a step may be 1-10 alternatives separated by "
+                    "`|` (`page:/pricing|page:/plans`), reached by any of them and counted once "
+                    "per visitor. `\\|` is a literal `|`, `\\\\` a literal `\\`; an empty "
+                    "alternative or more than 10 is a 400 naming `step`.",
+                    True,
+                ),
                 _param("window", "query", "Seconds (default 1800).", type="integer"),
             ],
             "Funnel",

@@ -14,9 +14,12 @@ every visitor id, ~3 s on 2 cores) becomes a few small ones. With filters, a pat
 range that reaches days before the raw events (svc.retention: those days count nothing
 here), every figure comes from one statement over the events (:func:`reports.goals`).
 
-A funnel is 2 to 8 goals as steps, completed in order by one visitor within ``window``
-seconds of the first step (ClickHouse ``windowFunnel``), read from the report events when
-every step is an event other than a page view (:func:`reports.funnel`). Over more visitors
+A funnel is 2 to 8 steps, completed in order by one visitor within ``window`` seconds of
+the first step (ClickHouse ``windowFunnel``), read from the report events when every step is
+an event other than a page view (:func:`reports.funnel`). A step is 1 to
+:data:`MAX_ALTERNATIVES` goals separated by ``|`` (:func:`parse_step`): one of them reached
+reaches the step, and a visitor counts once per step however many of them it matches (the
+step's condition is their disjunction, per event). Over more visitors
 than ``SVC_FUNNEL_ROLLED_VISITORS`` (as the rollups count them), without filters and with
 steps of whole paths and event names, the rolled days are read from ``visitor_steps``
 (:func:`reports.funnel_step_levels`: windowFunnel per visitor's row, no GROUP BY of
@@ -24,7 +27,10 @@ millions of visitors, for those with the first two steps; those with a first ste
 per day, :func:`reports.funnel_step_firsts`), the other days' sessions from the events;
 else, over more than ``SVC_FUNNEL_PASS_VISITORS``, in passes by session day. (Over 30 days
 ending today: 1M events, 0.29M visitors, 70 ms over the events, 118 ms from
-``visitor_steps``; 10M, 2.9M visitors, 449-498 against 183 ms.)
+``visitor_steps``; 10M, 2.9M visitors, 449-498 against 183 ms.) Steps with alternatives are
+read there too, each alternative's key standing for the step; a first step with several
+counts its visitors from ``visitor_steps`` on every rolled day, as the per-key
+``step_visitors`` rows do not add up over a visitor with two of them.
 """
 
 from __future__ import annotations
@@ -50,6 +56,11 @@ from svc.queries.sql import reports
 from svc.storage.events import EventStore
 
 MAX_GOALS = 20
+#: At most this many alternatives in one funnel step (``page:/pricing|page:/plans``).
+MAX_ALTERNATIVES = 10
+
+#: A funnel step: its alternatives, each (kind, target) as :func:`parse_goal` gives them.
+Step = tuple[tuple[str, str], ...]
 
 
 def parse_goal(goal: str, field: str = "goal") -> tuple[str, str]:
@@ -60,6 +71,46 @@ def parse_goal(goal: str, field: str = "goal") -> tuple[str, str]:
             f"`{field}` must be event:<name> or page:<path pattern>, got {goal!r}", field=field
         )
     return kind, target
+
+
+def split_step(step: str) -> list[str]:
+    r"""The alternatives of a funnel step as written: split at each ``|`` not escaped, with
+    ``\|`` read as a literal ``|`` and ``\\`` as a literal ``\`` (any other backslash is kept
+    as written, so ``page:/a\b`` is the path ``/a\b``)."""
+    parts: list[str] = []
+    current: list[str] = []
+    i = 0
+    while i < len(step):
+        c = step[i]
+        if c == "\\" and i + 1 < len(step) and step[i + 1] in "|\\":
+            current.append(step[i + 1])
+            i += 2
+            continue
+        if c == "|":
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(c)
+        i += 1
+    parts.append("".join(current))
+    return parts
+
+
+def parse_step(step: str) -> Step:
+    """A funnel step as its alternatives, in the order written, each as :func:`parse_goal`
+    parses a goal (``event:<name>`` or ``page:<path pattern>``); a repeated one is kept once.
+    Raises :class:`InvalidRequest` naming ``step`` for an empty alternative (``page:/a|``,
+    ``|``), one that is not a goal, or more than :data:`MAX_ALTERNATIVES`."""
+    written = split_step(step)
+    if len(written) > MAX_ALTERNATIVES:
+        raise InvalidRequest(
+            f"a `step` has at most {MAX_ALTERNATIVES} alternatives separated by |, "
+            f"got {len(written)} in {step!r}",
+            field="step",
+        )
+    if any(not alternative for alternative in written):
+        raise InvalidRequest(f"a `step` has an empty alternative: {step!r}", field="step")
+    return tuple(dict.fromkeys(parse_goal(alternative, "step") for alternative in written))
 
 
 def query_goals(store: EventStore, query: Query, goals: list[str]) -> dict[str, Any]:
@@ -148,11 +199,15 @@ def _goals_from_rollups(
 def query_funnel(
     store: EventStore, query: Query, steps: list[str], window_seconds: int
 ) -> dict[str, Any]:
+    """The funnel of ``steps`` (each as :func:`parse_step` reads it) under ``query``: per
+    step, as written, the visitors who reached it in order within ``window_seconds`` of their
+    first step, its conversion from the first step and its drop-off from the one before.
+    Raises :class:`InvalidRequest` naming ``step`` or ``window`` for a malformed request."""
     if not 2 <= len(steps) <= 8:
         raise InvalidRequest("a funnel has 2 to 8 `step`s", field="step")
     if not 1 <= window_seconds <= 30 * 86400:
         raise InvalidRequest("`window` must be 1 second to 30 days", field="window")
-    targets = [parse_goal(s, "step") for s in steps]
+    targets = [parse_step(s) for s in steps]
     p, runner = plan(query), Runner(store)
     reached: dict[int, int] = {}
     # About how many visitors: one statement over the events holds up to this many
@@ -196,16 +251,18 @@ def query_funnel(
     return {"windowSeconds": window_seconds, "steps": out}
 
 
-def _step_days(p: Plan, runner: Runner, targets: Sequence[tuple[str, str]]) -> Facts:
+def _step_days(p: Plan, runner: Runner, targets: Sequence[Step]) -> Facts:
     """The rolled-up days a funnel reads from ``visitor_steps`` (storage/migrations/017), as
     the facts' rolled days (the events are read for the others' sessions alone), with the
     long sessions that cross an end of the range: the days from the one before the range
     (or of such a long session) to its last that have those rows, when there are no
-    filters, no step is ``event:page_view`` or a page pattern with ``*``, the range is all
-    raw days, and no path or event name of those days shares a step's key (else none)."""
+    filters, no step's alternative is ``event:page_view`` or a page pattern with ``*``, the
+    range is all raw days, and no path or event name of those days shares an alternative's
+    key (else none)."""
     whole = all(
         (kind == "page" and "*" not in target) or (kind == "event" and target != "page_view")
-        for kind, target in targets
+        for step in targets
+        for kind, target in step
     )
     if not whole or p.filters or p.days_before_raw is not None:
         return Facts()

@@ -378,6 +378,23 @@ def goal_condition(kind: str, target: str, name: str) -> tuple[str, dict[str, An
     return f"name = 'page_view' AND match(path, {{{name}:String}})", {name: pattern}
 
 
+#: A funnel step: its alternatives, each (kind, target) as a goal (svc.queries.conversions).
+StepAlternatives = Sequence[tuple[str, str]]
+
+
+def step_condition(alternatives: StepAlternatives, name: str) -> tuple[str, dict[str, Any]]:
+    """The condition of a funnel step over an event: that of one of its ``alternatives``
+    (:func:`goal_condition` each, bound as ``name`` then ``name_1``, ``name_2``, ...)."""
+    conditions, own = [], {}
+    for j, (kind, target) in enumerate(alternatives):
+        c, values = goal_condition(kind, target, name if j == 0 else f"{name}_{j}")
+        conditions.append(c)
+        own.update(values)
+    if len(conditions) == 1:
+        return conditions[0], own
+    return " OR ".join(f"({c})" for c in conditions), own
+
+
 def goals(plan: Plan, facts: Facts, targets: Sequence[tuple[str, str]]) -> Statement:
     """The visitors in scope, and per goal (kind, target) its visitors ``v<i>`` and events
     ``e<i>``."""
@@ -499,14 +516,16 @@ def long_session_spans(plan: Plan) -> Statement:
 def funnel(
     plan: Plan,
     facts: Facts,
-    steps: Sequence[tuple[str, str]],
+    steps: Sequence[StepAlternatives],
     window_seconds: int,
     part: FunnelPass | None = None,
 ) -> Statement:
     """Per level reached (ClickHouse ``windowFunnel`` over the steps within the window), its
-    visitors. When every step is an event other than a page view, from the report events,
-    which hold every such event (storage/migrations/008; 10.5M of the benchmark's 100M);
-    else from the events.
+    visitors. A step is reached by an event that matches one of its alternatives
+    (:func:`step_condition`): a visitor is at one level however many it matches. When every
+    alternative is an event other than a page view, from the report events, which hold every
+    such event (storage/migrations/008; 10.5M of the benchmark's 100M); else from the
+    events.
 
     Over 30 days of 100M events the cost of a funnel of page views is the GROUP BY: ~17M
     visitors' windowFunnel states (the home page is a step), which pass the reads' 300 MB and
@@ -537,11 +556,13 @@ def funnel(
             own["pass_last"] = part.last_day
     if facts.rolled:  # those days' visitors are read from visitor_steps (funnel_step_levels)
         within += f" AND {of_unrolled_days()}"
-    custom = all(kind == "event" and target != "page_view" for kind, target in steps)
+    custom = all(
+        kind == "event" and target != "page_view" for step in steps for kind, target in step
+    )
     table = "report_events" if custom else "events"
     conditions = []
-    for i, (kind, target) in enumerate(steps):
-        c, values = goal_condition(kind, target, f"s{i}")
+    for i, step in enumerate(steps):
+        c, values = step_condition(step, f"s{i}")
         own.update(values)
         conditions.append(c)
     # windowFunnel looks only at the events that match a step: the others are left out
@@ -576,31 +597,54 @@ def funnel_step_days(plan: Plan, first: date, last: date) -> Statement:
     )
 
 
-def _step_keys(steps: Sequence[tuple[str, str]]) -> tuple[list[str], dict[str, Any]]:
-    """The steps' keys (svc.schema.steps) as SQL over bound targets ``k<i>``."""
-    keys, own = [], {}
-    for i, (kind, target) in enumerate(steps):
-        keys.append(step_key_sql(kind, f"k{i}"))
-        own[f"k{i}"] = target
+def _step_keys(steps: Sequence[StepAlternatives]) -> tuple[list[list[str]], dict[str, Any]]:
+    """Per step, its alternatives' keys (svc.schema.steps) as SQL over bound targets
+    ``k<i>`` (the first alternative of step ``i``) and ``k<i>_<j>`` (its ``j``-th after)."""
+    keys: list[list[str]] = []
+    own: dict[str, Any] = {}
+    for i, step in enumerate(steps):
+        keys.append([])
+        for j, (kind, target) in enumerate(step):
+            name = f"k{i}" if j == 0 else f"k{i}_{j}"
+            keys[-1].append(step_key_sql(kind, name))
+            own[name] = target
     return keys, own
 
 
+def _has_step(keys: Sequence[str]) -> str:
+    """SQL: whether a ``visitor_steps`` row's ``keys`` hold one of a step's ``keys``."""
+    if len(keys) == 1:
+        return f"has(keys, {keys[0]})"
+    return f"hasAny(keys, [{', '.join(keys)}])"
+
+
+def _is_step(keys: Sequence[str], y: str) -> str:
+    """SQL: whether the key ``y`` is one of a step's ``keys``."""
+    return " OR ".join(f"{y} = {k}" for k in keys)
+
+
 def step_collisions(
-    plan: Plan, days: Sequence[tuple[date, int]], steps: Sequence[tuple[str, str]]
+    plan: Plan, days: Sequence[tuple[date, int]], steps: Sequence[StepAlternatives]
 ) -> Statement:
     """How many paths and event names of ``days`` (the rollups' ``path`` and ``event`` rows)
-    have a step's key without being its target: a funnel then reads the events."""
+    have a key of a step's alternative without being one of the alternatives' targets: a
+    funnel then reads the events."""
     keys, own = _step_keys(steps)
+    names = [
+        f"k{i}" if j == 0 else f"k{i}_{j}" for i, step in enumerate(steps) for j in range(len(step))
+    ]
+    kinds = [kind for step in steps for kind, _ in step]
     targets = ", ".join(
-        f"('{'path' if kind == 'page' else 'event'}', {{k{i}:String}})"
-        for i, (kind, _) in enumerate(steps)
+        f"('{'path' if kind == 'page' else 'event'}', {{{name}:String}})"
+        for kind, name in zip(kinds, names, strict=True)
     )
     key = step_key("dimension = 'path'", "value", "value")
+    every_key = ", ".join(k for step_keys in keys for k in step_keys)
     return Statement(
         "SELECT count() FROM (SELECT DISTINCT dimension, value FROM session_rollups "
         "WHERE project_id = {project:String} AND dimension IN ('path', 'event') "
         "AND (session_day, version) IN {days:Array(Tuple(Date, UInt64))}) "
-        f"WHERE {key} IN ({', '.join(keys)}) AND (dimension, value) NOT IN ({targets})",
+        f"WHERE {key} IN ({every_key}) AND (dimension, value) NOT IN ({targets})",
         {"project": plan.project_id, "days": list(days), **own},
     )
 
@@ -628,7 +672,7 @@ def funnel_step_levels(
     plan: Plan,
     days: Sequence[tuple[date, int]],
     edge_days: Sequence[date],
-    steps: Sequence[tuple[str, str]],
+    steps: Sequence[StepAlternatives],
     window_seconds: int,
 ) -> Statement:
     """Per level from 2 up, its visitors, over the visitors of ``days`` (rolled up, with
@@ -637,20 +681,21 @@ def funnel_step_levels(
     same function as :func:`funnel`'s, per row). On ``edge_days`` (the day before the
     range, its last, the days of long sessions that cross an end) a visitor's events
     outside the range are left out first. Level 1: :func:`funnel_step_firsts` less these.
+    A step with alternatives is reached by a key of any of them (one condition per step).
 
     The rows are sorted by their keys' ranks (storage/migrations/025): the visitors with two
     common steps lie in few granules, and those with a rare one are few. Over 30 days of
     100M events (29M visitors), `/` then `/pricing` (3.8M visitors with both): 0.7-1.0 s
     alone on a loaded host, of which windowFunnel ~0.5 s (1.9-2.0 s sorted by visitor)."""
     keys, own = _step_keys(steps)
-    conditions = ", ".join(f"arrayMap(y -> y = {k}, k)" for k in keys)
+    conditions = ", ".join(f"arrayMap(y -> ({_is_step(k, 'y')}), k)" for k in keys)
     window_funnel = (
         f"arrayReduce(concat('windowFunnel(', toString({{window:UInt64}}), ')'), t, {conditions})"
     )
     of_days = (
         "FROM visitor_steps WHERE project_id = {project:String} "
         "AND (session_day, version) IN {days:Array(Tuple(Date, UInt64))} "
-        f"AND has(keys, {keys[0]}) AND has(keys, {keys[1]}) AND session_day"
+        f"AND {_has_step(keys[0])} AND {_has_step(keys[1])} AND session_day"
     )
     # the edge days' rows apart: an if() per row over all of them cost ~0.25 s at 100M
     rows = (
@@ -669,24 +714,36 @@ def funnel_step_firsts(
     plan: Plan,
     days: Sequence[tuple[date, int]],
     edge_days: Sequence[date],
-    steps: Sequence[tuple[str, str]],
+    steps: Sequence[StepAlternatives],
 ) -> Statement:
     """How many visitors of ``days`` have a first step in the range (``visitors``): on the
     days inside it from their ``step_visitors`` rows (the visitors per step key,
     storage/migrations/025), on ``edge_days`` from ``visitor_steps``, their events in the
-    range alone."""
+    range alone. A first step with alternatives is counted from ``visitor_steps`` on every
+    day (the rows that hold a key of one of them): the per-key rows would count a visitor
+    with two of them twice."""
     keys, own = _step_keys(steps)
-    return Statement(
-        "SELECT sum(v) AS visitors FROM ("
-        # max: a day whose rows were written twice (a pass cut short) counts them once
-        "SELECT max(visitors) AS v FROM session_rollups WHERE project_id = {project:String} "
-        "AND dimension = 'step_visitors' AND value = toString("
-        f"{keys[0]}) AND (session_day, version) IN {{days:Array(Tuple(Date, UInt64))}} "
-        "AND session_day NOT IN {edge_days:Array(Date)} GROUP BY session_day UNION ALL "
-        "SELECT count() FROM visitor_steps WHERE project_id = {project:String} "
+    first = keys[0]
+    of_days = (
+        "SELECT count() AS v FROM visitor_steps WHERE project_id = {project:String} "
         "AND (session_day, version) IN {days:Array(Tuple(Date, UInt64))} "
-        f"AND session_day IN {{edge_days:Array(Date)}} AND has(keys, {keys[0]}) "
-        f"AND arrayExists((y, x) -> y = {keys[0]} AND {_INSIDE}, keys, ts))",
+    )
+    edges = (
+        f"{of_days}AND session_day IN {{edge_days:Array(Date)}} AND {_has_step(first)} "
+        f"AND arrayExists((y, x) -> ({_is_step(first, 'y')}) AND {_INSIDE}, keys, ts)"
+    )
+    if len(first) == 1:
+        inside = (
+            # max: a day whose rows were written twice (a pass cut short) counts them once
+            "SELECT max(visitors) AS v FROM session_rollups WHERE project_id = {project:String} "
+            f"AND dimension = 'step_visitors' AND value = toString({first[0]}) "
+            "AND (session_day, version) IN {days:Array(Tuple(Date, UInt64))} "
+            "AND session_day NOT IN {edge_days:Array(Date)} GROUP BY session_day"
+        )
+    else:
+        inside = f"{of_days}AND session_day NOT IN {{edge_days:Array(Date)}} AND {_has_step(first)}"
+    return Statement(
+        f"SELECT sum(v) AS visitors FROM ({inside} UNION ALL {edges})",
         _steps_params(plan, days, edge_days, own),
     )
 
