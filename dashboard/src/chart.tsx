@@ -101,9 +101,9 @@ export function Chart(): JSX.Element | null {
 
   const points = ts.data?.points ?? [];
   const prevPoints = cmp ? (prev.data?.points ?? []) : [];
-  const available = STATS.find(
-    (s) => s.key === view.metric && points[0] && valueOf(points[0], s.key) !== null,
-  );
+  // Until its series arrives (after the top figures), the chart is titled by the chosen figure.
+  const available =
+    !ts.data || STATS.some((s) => s.key === view.metric && points[0] && valueOf(points[0], s.key) !== null);
   const metric: Metric = available ? view.metric : "visitors";
   const label = STATS.find((s) => s.key === metric)?.label ?? metric;
   const intervals = intervalsFor(range);

@@ -62,6 +62,11 @@ def dashboard_url(server: Server) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def seeded(server: Server) -> Seeded:
     """A project in Europe/Berlin with six days of traffic, and another project with some."""
+    return seed(server)
+
+
+def seed(server: Server) -> Seeded:
+    """Seeds ``server`` as the ``seeded`` fixture does (for a test's own server)."""
     suffix = uuid.uuid4().hex[:8]
     main = server.create_project(f"dash-{suffix}", timezone=TIMEZONE, domains=["acme.test"])
     other = server.create_project(f"other-{suffix}")

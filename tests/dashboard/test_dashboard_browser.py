@@ -673,6 +673,8 @@ def test_a_revoked_key_signs_the_page_out(
     )
     assert made.status_code == 201, made.text
     sign_in(page, dashboard_url, made.json()["key"], "?period=7d")
+    # The panels' reads wait their turn behind the top figures: all answered before the revocation.
+    page.wait_for_function("() => !document.querySelector('.skeleton, .loading')")
     revoked = httpx.delete(
         f"{server.url}/projects/{seeded.id}/keys/{made.json()['id']}", headers=server.admin()
     )
