@@ -26,6 +26,7 @@ from svc.http import (
     health,
     internal_metrics,
     metrics,
+    overview,
     projects,
 )
 from svc.http.accounts import ROUTES as ACCOUNT_ROUTES
@@ -85,6 +86,8 @@ def create_app(settings: Settings) -> Starlette:
         Route("/metrics/errors", metrics.get_errors, methods=["GET"]),
         Route("/metrics/properties", metrics.get_properties, methods=["GET"]),
         Route("/metrics/vitals", metrics.get_vitals, methods=["GET"]),
+        Route("/overview", overview.get_overview, methods=["GET"]),
+        Route("/overview/timeseries", overview.get_overview_timeseries, methods=["GET"]),
         Route("/health", health.get_health, methods=["GET"]),
         *BACKUP_ROUTES,
         *LAKE_ROUTES,

@@ -194,6 +194,8 @@ KINDS: tuple[Kind, ...] = (
 #: teams are the accounts'); elsewhere, the right it needs on the route's project.
 KEY_RULES: dict[str, str] = {
     "GET /projects": "manage",  # a secret key lists its own project
+    "GET /overview": "read",  # a key that reads (secret, share): its own project alone
+    "GET /overview/timeseries": "read",
     "GET /projects/{project_id}/subscriptions": "edit",  # a reader's own list is an account's
 }
 

@@ -107,6 +107,11 @@ async def _client_gone(request: Request) -> None:
         pass
 
 
+def watch_client(request: Request) -> asyncio.Future[None]:
+    """A future done once the client has closed the connection (cancel it when done)."""
+    return asyncio.ensure_future(_client_gone(request))
+
+
 #: How long past a read's time limit its answer waits for the store's own timeout error
 #: before it answers 504 by itself (the store stops a query between blocks of rows only).
 ANSWER_GRACE_S = 0.5
@@ -118,6 +123,7 @@ async def run_read(
     fn: Callable[..., T],
     *args: Any,
     when_done: Callable[[], None] | None = None,
+    gone: asyncio.Future[None] | None = None,
 ) -> T:
     """``fn(*args)`` in a worker thread as ``read`` (its queries tagged and bounded, see
     :class:`Read`). When the client goes away first, its queries are stopped and it raises
@@ -125,20 +131,23 @@ async def run_read(
     the store stops a query between blocks of rows, and a block can be slow), its queries are
     stopped and it raises QueryTimeout (504) at once, whatever the store is still doing.
     ``when_done`` is called on the event loop once the worker thread has returned (not when
-    this returns: a stopped read may still be ending)."""
+    this returns: a stopped read may still be ending). ``gone``: the request's
+    :func:`watch_client`, when several reads of one request run side by side (a request's
+    ``receive`` has one waiter at a time); the caller cancels it, not this."""
     threads = runtime_of(request).read_threads  # one per read slot (svc.runtime)
     call: Callable[[], T] = functools.partial(contextvars.copy_context().run, read.run, fn, *args)
     work: asyncio.Future[T] = asyncio.get_running_loop().run_in_executor(threads, call)
     if when_done is not None:
         work.add_done_callback(lambda _done: when_done())
-    gone = asyncio.ensure_future(_client_gone(request))
+    watcher = watch_client(request) if gone is None else gone
     limit = None if read.timeout_s is None else read.timeout_s + ANSWER_GRACE_S
     try:
-        waited: set[asyncio.Future[Any]] = {work, gone}
+        waited: set[asyncio.Future[Any]] = {work, watcher}
         await asyncio.wait(waited, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
-        client_left = gone.done()
+        client_left = watcher.done()
     finally:
-        gone.cancel()
+        if gone is None:
+            watcher.cancel()
     if work.done():
         return work.result()
     why = "the client went away" if client_left else f"past its {read.timeout_s:g} s"
@@ -170,6 +179,42 @@ def _int_param(request: Request, name: str, default: int, low: int, high: int) -
     return value
 
 
+async def admitted_read(
+    request: Request,
+    tenant: str,
+    fn: Callable[..., T],
+    *args: Any,
+    gone: asyncio.Future[None] | None = None,
+) -> T:
+    """``fn(*args)`` as one read of ``tenant`` (:func:`svc.reads.scheduler.tenant_of`): admitted
+    by the fair scheduler (:class:`Busy` when it cannot start in time), on a store handle of
+    its own, in :func:`run_read` (``gone`` as there). Its slot and handle are given back once
+    its worker thread is done. Cancelled (a read beside it failed), its queries are stopped."""
+    runtime = runtime_of(request)
+    ticket = await runtime.reads.admit(tenant)
+    handles = runtime.store.read_handles
+    try:
+        handle = handles.lend()
+    except BaseException:
+        ticket.release()
+        raise
+
+    def done() -> None:
+        handles.give_back(handle)
+        ticket.release()
+
+    started = time.monotonic()
+    timeout = runtime.settings.query_timeout_seconds
+    read = Read(timeout_s=timeout if timeout > 0 else None, handle=handle)
+    try:
+        return await run_read(request, read, fn, *args, when_done=done, gone=gone)
+    except asyncio.CancelledError:
+        runtime.store.stop_read_soon(read)
+        raise
+    finally:
+        runtime.store.release_memory_after_read(time.monotonic() - started)
+
+
 async def _read(
     request: Request,
     query: Callable[[EventStore, Project, Request], dict[str, Any]],
@@ -180,27 +225,8 @@ async def _read(
         principal = await principal_of(request)
         project = await project_for_read(request, principal)
         request.state.raw_from = raw_from = runtime.retention.raw_from(project)
-        ticket = await runtime.reads.admit(tenant_of(project.id, principal.kind, principal.key_id))
-        handles = runtime.store.read_handles
-        try:
-            handle = handles.lend()
-        except BaseException:
-            ticket.release()
-            raise
-
-        def done() -> None:
-            handles.give_back(handle)
-            ticket.release()
-
-        started = time.monotonic()
-        timeout = runtime.settings.query_timeout_seconds
-        read = Read(timeout_s=timeout if timeout > 0 else None, handle=handle)
-        try:
-            body = await run_read(
-                request, read, query, runtime.store, project, request, when_done=done
-            )
-        finally:
-            runtime.store.release_memory_after_read(time.monotonic() - started)
+        tenant = tenant_of(project.id, principal.kind, principal.key_id)
+        body = await admitted_read(request, tenant, query, runtime.store, project, request)
         if raw_from is not None and request.query_params.get("from"):
             # a range that reaches before the raw events says so (docs/api.md, Retention)
             filtered = bool(request.query_params.getlist("filter"))

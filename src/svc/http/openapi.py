@@ -20,6 +20,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 from svc import __version__
 from svc.http.accounts_doc import ACCOUNT_TYPES, account_paths
 from svc.http.mail import openapi_paths as mail_paths
+from svc.http.overview_doc import OVERVIEW_TYPES, overview_paths
 from svc.http.projects import NAME as PROJECT_NAME
 from svc.queries.breakdown import MAX_OFFSET
 from svc.queries.filters import OPERATORS
@@ -602,6 +603,7 @@ TYPES: dict[str, type[Struct]] = {
         )
     },
     **ACCOUNT_TYPES,  # svc.http.accounts_doc
+    **OVERVIEW_TYPES,  # svc.http.overview_doc
 }
 
 
@@ -1051,6 +1053,7 @@ def _paths(settings: Settings) -> dict[str, Any]:
     return {
         "/analytics": _analytics(settings, secured),
         **_reports(settings, secured),
+        **overview_paths(settings, secured, (_errors, _json, _param)),  # overview_doc
         "/export": {
             "get": {
                 "summary": "Raw events of a range as NDJSON, CSV or Parquet",

@@ -38,6 +38,8 @@ RULES: dict[str, str] = {
     "GET /metrics/properties": "read",
     "GET /metrics/vitals": "read",
     "GET /export": "read",
+    "GET /overview": ANY,  # the projects the credential may read (a key: its own)
+    "GET /overview/timeseries": ANY,
     # operations
     "GET /health": PUBLIC,
     "GET /internal/metrics": PUBLIC,  # its own token (SVC_INTERNAL_METRICS_TOKEN)

@@ -140,11 +140,17 @@ def by_utc_days(p: Plan, interval: str) -> bool:
     )
 
 
-def query_timeseries(store: EventStore, query: Query, interval: str) -> dict[str, Any]:
+def query_timeseries(
+    store: EventStore, query: Query, interval: str, *, sums: bool = False
+) -> dict[str, Any]:
+    """The zero-filled series of ``query`` by ``interval`` (GET /metrics/timeseries); with
+    ``sums``, each point also has the sums its shares and averages are made of: ``bounces``,
+    ``withPageview`` (sessions with a page view) and ``durationMs`` (what series of several
+    projects add up: svc.queries.overview)."""
     p = plan(query)
     runner = Runner(store)
     if by_utc_days(p, interval):
-        return _from_utc_days(runner, p, interval)
+        return _from_utc_days(runner, p, interval, sums)
     hours = by_start_hours(p, interval)
     facts = runner.facts(p, Needs(edges=True, rollups=hours or rolls_up(p, interval)))
     old = before_raw(p, facts)  # the days before the raw events: whole, by their date
@@ -160,7 +166,7 @@ def query_timeseries(store: EventStore, query: Query, interval: str) -> dict[str
         rolled = replace(facts, rolled=by_hours)
         statements.append(reports.series_rolled_start_hours(p, rolled, interval))
     event_rows, *session_answers = runner.together(*statements)
-    return _series(p, interval, event_rows, session_answers)
+    return _series(p, interval, event_rows, session_answers, with_sums=sums)
 
 
 def by_start_hours(p: Plan, interval: str) -> bool:
@@ -185,7 +191,7 @@ def _start_hour_days(
     return tuple(d for d in days if d[0] in have)
 
 
-def _from_utc_days(runner: Runner, p: Plan, interval: str) -> dict[str, Any]:
+def _from_utc_days(runner: Runner, p: Plan, interval: str, sums: bool) -> dict[str, Any]:
     """The series of :func:`by_utc_days`: the rolled-up days of the range (and the day
     before) and the long sessions that reach it first, then the statements, side by side."""
     first, last = p.rng.first, p.rng.last
@@ -223,7 +229,7 @@ def _from_utc_days(runner: Runner, p: Plan, interval: str) -> dict[str, Any]:
         if facts.rolled:
             statements.append(reports.series_rolled_hours(p, facts))
         event_rows, *session_answers = runner.together(*statements)
-        return _series(p, interval, event_rows, session_answers)
+        return _series(p, interval, event_rows, session_answers, with_sums=sums)
     # before the raw events, the long sessions are gone: the visitors are merged, as before
     rolled = {
         _day(r["day"]): RolledDay(
@@ -249,7 +255,7 @@ def _from_utc_days(runner: Runner, p: Plan, interval: str) -> dict[str, Any]:
         answers, merged_rows = answers[:-1], answers[-1]
         merged.update((segments[int(r["segment"]) - 1], int(r["visitors"])) for r in merged_rows)
     event_rows, *session_answers = answers
-    return _series(p, interval, event_rows, session_answers, visitors, merged)
+    return _series(p, interval, event_rows, session_answers, visitors, merged, sums)
 
 
 def _series(
@@ -259,6 +265,7 @@ def _series(
     session_answers: Sequence[list[dict[str, Any]]],
     visitors: Mapping[str, BucketVisitors] | None = None,
     merged: dict[tuple[date, date], int] | None = None,
+    with_sums: bool = False,
 ) -> dict[str, Any]:
     """The points: per bucket its event figures (``event_rows``, by label) and the sums of its
     session figures (``session_answers``: the session rows' days, the rolled-up days'); with
@@ -279,19 +286,22 @@ def _series(
             seen = visitors[label].total(merged)
         else:
             seen = int(e.get("visitors", 0))
-        points.append(
-            {
-                "time": label,
-                "visitors": seen,
-                "sessions": sessions,
-                "pageviews": int(e.get("pageviews", 0)),
-                "events": int(e.get("events", 0)),
-                "bounceRate": percent(int(s.get("bounces", 0)), int(s.get("with_pv", 0))),
-                "avgSessionDuration": round(int(s.get("duration_ms", 0)) / 1000 / sessions, 1)
-                if sessions
-                else 0.0,
-            }
-        )
+        point: dict[str, Any] = {
+            "time": label,
+            "visitors": seen,
+            "sessions": sessions,
+            "pageviews": int(e.get("pageviews", 0)),
+            "events": int(e.get("events", 0)),
+            "bounceRate": percent(int(s.get("bounces", 0)), int(s.get("with_pv", 0))),
+            "avgSessionDuration": round(int(s.get("duration_ms", 0)) / 1000 / sessions, 1)
+            if sessions
+            else 0.0,
+        }
+        if with_sums:
+            point["bounces"] = int(s.get("bounces", 0))
+            point["withPageview"] = int(s.get("with_pv", 0))
+            point["durationMs"] = int(s.get("duration_ms", 0))
+        points.append(point)
     return {"interval": interval, "timezone": p.rng.tz, "points": points}
 
 
