@@ -34,6 +34,7 @@ import { DevicesPanel, EventsPanel, LocationsPanel, PagesPanel, SourcesPanel } f
 import { EngagementPanel, LinksPanel, VitalsPanel } from "./measurements";
 import { ErrorsPanel, FunnelPanel, GoalsPanel, RevenuePanel } from "./reports";
 import { SubscriptionsPanel } from "./subscriptions";
+import { ALL_PROJECTS, Overview } from "./overview";
 import { Realtime } from "./realtime";
 import { ShareDialog } from "./share";
 import { Field } from "./ui";
@@ -322,11 +323,56 @@ function SignIn(props: {
   );
 }
 
-function Dashboard(props: {
+type DashboardProps = {
   session: Session;
   onSignOut: ((tellServer?: boolean) => void) | null;
   onRefresh: () => void;
-}): JSX.Element {
+};
+
+/** Whether the session may see "All projects": two projects or more, read with a session or
+ * the admin token (a key reads its own project). */
+function seesAll(session: Session): boolean {
+  const kind = session.api.kind;
+  return !session.readOnly && session.projects.length >= 2 && (kind === "admin" || kind === "session");
+}
+
+function Dashboard(props: DashboardProps): JSX.Element {
+  const view = useView();
+  if (view.project !== ALL_PROJECTS || !seesAll(props.session)) return <ProjectDashboard {...props} />;
+  const today = todayIn(Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC");
+  const topbar = (
+    <>
+      <span class="brand" aria-label="svc analytics">
+        svc
+      </span>
+      <ProjectPicker projects={props.session.projects} project={null} readOnly={false} />
+      <span class="spacer" />
+      {props.onSignOut && (
+        <AccountButtons
+          session={props.session}
+          project={null}
+          onSignOut={props.onSignOut}
+          onRefresh={props.onRefresh}
+        />
+      )}
+      {props.onSignOut && (
+        <button type="button" class="ghost" onClick={() => props.onSignOut?.()}>
+          Sign out
+        </button>
+      )}
+    </>
+  );
+  return (
+    <Overview
+      api={props.session.api}
+      today={today}
+      topbar={topbar}
+      dateControl={<DateControl today={today} />}
+    />
+  );
+}
+
+function ProjectDashboard(props: DashboardProps): JSX.Element {
   const { api, projects, readOnly } = props.session;
   const view = useView();
   const [tick, setTick] = useState(0);
@@ -532,8 +578,14 @@ function Dashboard(props: {
   );
 }
 
-function ProjectPicker(props: { projects: Project[]; project: Project; readOnly: boolean }): JSX.Element {
-  if (props.readOnly || props.projects.length < 2) {
+/** The project's name, or a choice of project (and "All projects") when there are several;
+ * `project` null: "All projects" is shown. */
+function ProjectPicker(props: {
+  projects: Project[];
+  project: Project | null;
+  readOnly: boolean;
+}): JSX.Element {
+  if (props.project && (props.readOnly || props.projects.length < 2)) {
     return (
       <h1 class="project-name" title={props.project.id}>
         {props.project.name}
@@ -542,15 +594,16 @@ function ProjectPicker(props: { projects: Project[]; project: Project; readOnly:
   }
   return (
     <>
-      <h1 class="sr-only">{props.project.name}</h1>
+      <h1 class="sr-only">{props.project?.name ?? "All projects"}</h1>
       <Field class="project-pick" hideLabel label="Project">
         {(id) => (
           <>
             <select
               id={id}
-              value={props.project.id}
+              value={props.project?.id ?? ALL_PROJECTS}
               onChange={(e) => setView({ project: (e.target as HTMLSelectElement).value })}
             >
+              <option value={ALL_PROJECTS}>All projects</option>
               {props.projects.map((p) => (
                 <option key={p.id} value={p.id}>
                   {p.name}
