@@ -80,9 +80,14 @@ UNITS: tuple[Unit, ...] = (
         ("ingestion", "meta", "queries", "storage"),
     ),
     Unit(
+        "saved",
+        "a project's saved goals, funnels, segments and annotations: tables, validation",
+        ("meta", "queries", "storage"),
+    ),
+    Unit(
         "mail",
         "the mail outbox and its SMTP worker, email reports, traffic alerts",
-        ("credentials", "meta", "queries", "storage"),
+        ("credentials", "meta", "queries", "saved", "storage"),
     ),
     Unit(
         "retention",
@@ -140,6 +145,7 @@ UNITS: tuple[Unit, ...] = (
             "reads",
             "retention",
             "runtime",
+            "saved",
             "spool",
             "storage",
         ),

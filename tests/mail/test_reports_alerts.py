@@ -150,6 +150,60 @@ def test_daily_report_equals_the_api_and_unsubscribes(svc: Server, mail_server: 
     assert len(mail_server.to(to)) == 1
 
 
+def test_a_report_lists_the_saved_goals(svc: Server, mail_server: MailServer) -> None:
+    """With saved goals, a report's goals are theirs, by name, with the figures of GET
+    /metrics/goals without `goal` (the saved goals) for the period."""
+    p = svc.create_project("rep-goals-" + uuid.uuid4().hex[:6], timezone=TZ)
+    secret = p["keys"]["secret"]
+    yesterday = datetime.now(ZoneInfo(TZ)).date() - timedelta(days=1)
+    at = datetime(yesterday.year, yesterday.month, yesterday.day, 10, tzinfo=ZoneInfo(TZ))
+    events = [
+        ev(1, at), ev(1, at + timedelta(minutes=1), path="/pricing"),
+        ev(1, at + timedelta(minutes=2), name="signup", properties={"plan": "pro"}),
+        ev(2, at), ev(2, at + timedelta(minutes=1), name="signup", properties={"plan": "free"}),
+        ev(3, at, path="/blog/a"), ev(4, at), ev(5, at, name="newsletter"),
+    ]  # fmt: skip
+    r = svc.send(secret, events)
+    assert r.status_code == 200 and r.json()["accepted"] == len(events), r.text
+    svc.wait_loaded()
+    goals = [
+        {"name": "Pricing page", "kind": "page", "page": "/pricing"},
+        {"name": "Signups", "kind": "event", "event": "signup"},
+        {"name": "Pro signups", "kind": "event", "event": "signup",
+         "property": {"key": "plan", "value": "pro"}},
+        {"name": "Blog", "kind": "page", "page": "/blog/*"},
+    ]  # fmt: skip
+    for goal in goals:
+        r = httpx.post(f"{svc.url}/projects/{p['id']}/goals", json=goal, headers=auth(secret))
+        assert r.status_code == 201, r.text
+
+    to = f"goals-{p['id'][-6:]}@example.com"
+    r = httpx.post(
+        f"{svc.url}/projects/{p['id']}/subscriptions",
+        json={"email": to, "kind": "daily"},
+        headers=auth(secret),
+    )
+    assert r.status_code == 201, r.text
+    (msg,) = mail_server.wait_for(1, match=lambda m: m["To"] == to)
+    text = msg.get_body(("plain",)).get_content().replace("\r\n", "\n")  # type: ignore[union-attr]
+    html = msg.get_body(("html",)).get_content()  # type: ignore[union-attr]
+
+    day = yesterday.isoformat()
+    r = httpx.get(f"{svc.url}/metrics/goals", params={"from": day, "to": day}, headers=auth(secret))
+    assert r.status_code == 200, r.text
+    api = r.json()["goals"]
+    assert [g["visitors"] for g in api] == [1, 2, 1, 1]
+    listed = text.split("\nGoals\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    # most converting first; ties in the order they were saved
+    want = sorted(api, key=lambda g: -g["visitors"])
+    assert listed == [
+        f"  {g['name']}: {g['visitors']} visitors ({g['conversionRate']})" for g in want
+    ]
+    assert listed[0] == "  Signups: 2 visitors (40.0%)"
+    assert "newsletter" not in text.split("\nGoals\n", 1)[1]  # the saved goals, not the top events
+    assert "Pro signups: 1 visitors (20.0%)" in html
+
+
 def test_alert_fires_on_a_spike_and_names_its_source(svc: Server, mail_server: MailServer) -> None:
     p = svc.create_project("alert-" + uuid.uuid4().hex[:6], domains=["acme.test"])
     secret = p["keys"]["secret"]

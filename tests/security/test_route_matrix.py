@@ -197,6 +197,7 @@ KEY_RULES: dict[str, str] = {
     "GET /overview": "read",  # a key that reads (secret, share): its own project alone
     "GET /overview/timeseries": "read",
     "GET /projects/{project_id}/subscriptions": "edit",  # a reader's own list is an account's
+    "POST /projects/{project_id}/segments": "edit",  # a key makes shared segments only
 }
 
 #: Public routes that read a credential when one is sent (and refuse an invalid one, 401).
@@ -244,6 +245,11 @@ def app_routes(tmp: Path) -> list[tuple[str, str]]:
     return out
 
 
+def saved_maker(kind: str) -> Callable[[World, str, str], str]:
+    """The maker of a saved goal, funnel, segment or annotation (``kind``, plural)."""
+    return lambda w, path, p: w.new_saved(p, kind)
+
+
 #: How a row gets a new object (made with the admin token) for the parameter a destructive
 #: route destroys, its last one: ``maker(world, path, project_id)`` gives its id. A route is
 #: destructive when it is a DELETE or a rotation; ``project_id`` is special: the row gets a
@@ -253,6 +259,10 @@ MAKERS: dict[str, Callable[[World, str, str], str]] = {
     "key_id": lambda w, path, p: w.new_key(p),
     "secret_id": lambda w, path, p: w.new_edge_secret(p),
     "subscription_id": lambda w, path, p: w.new_subscription(p),
+    **{
+        f"{kind[:-1]}_id": saved_maker(kind)
+        for kind in ("goals", "funnels", "segments", "annotations")
+    },
     "account_id": lambda w, path, p: (
         w.new_guest(p) if path.startswith("/projects/") else w.new_member(w.a.id)
     ),
@@ -284,6 +294,8 @@ def request_of(
         "token": project.share if path == "/share/{token}" else "svc_invite_" + "0" * 40,
         "extensions": "engagement",
         "path": world.asset,
+        **{f"{kind}_id": f"{kind}_nonexistent" for kind in ("goal", "funnel", "segment")},
+        "annotation_id": "ann_nonexistent",  # PATCH: 404 once the right is granted
     }
     if destroyed is not None and destroyed != "project_id":
         assert destroyed in MAKERS, f"{route}: add a maker of {{{destroyed}}} to MAKERS"

@@ -139,6 +139,24 @@ class World:
         )
         return str(ok(r, 201)["id"])
 
+    def new_saved(self, project_id: str, kind: str) -> str:
+        """The id of a new saved goal, funnel, segment (shared: no reader may change it as
+        its own) or annotation of the project, made with the admin token."""
+        bodies: dict[str, dict[str, object]] = {
+            "goals": {"name": "Signups", "kind": "event", "event": "signup"},
+            "funnels": {"name": "Buy", "steps": ["page:/", "event:signup"]},
+            "segments": {"name": "Mobile", "filters": ["device:is:mobile"], "shared": True},
+            "annotations": {"date": "2026-01-01", "text": "launched"},
+        }
+        r = call(
+            self.srv,
+            "POST",
+            f"/projects/{project_id}/{kind}",
+            self.srv.admin_token,
+            json=bodies[kind],
+        )
+        return str(ok(r, 201)["id"])
+
     def new_member(self, team_id: str) -> str:
         """The account id of a new viewer of the team."""
         person = invite_and_accept(self.srv, self.srv.admin_token, team_id, "viewer")

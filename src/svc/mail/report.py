@@ -9,6 +9,7 @@ The change of each number is against the previous period of the same length (the
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -22,6 +23,7 @@ from svc.queries import breakdown, conversions, timeseries
 from svc.queries.dimensions import DIMENSIONS
 from svc.queries.metrics import query_metrics
 from svc.queries.plan import Query
+from svc.saved.goals import Goal, query_conversions
 from svc.storage.events import EventStore
 
 TOP = 5
@@ -46,14 +48,23 @@ class Report:
     previous_series: list[int]
     pages: list[dict[str, Any]]  # GET /metrics/breakdown?by=page rows, the top ones
     sources: list[dict[str, Any]]
-    goals: list[dict[str, Any]]  # GET /metrics/goals of the custom events, most converting first
+    #: GET /metrics/goals of the saved goals (without `goal`), or of the custom events when
+    #: the project has none; most converting first
+    goals: list[dict[str, Any]]
 
 
 def compute(
-    store: EventStore, project: Project, period: Period, raw_from: date | None = None
+    store: EventStore,
+    project: Project,
+    period: Period,
+    raw_from: date | None = None,
+    saved_goals: Sequence[Goal] = (),
 ) -> Report:
     """The numbers of a report (blocking: it runs queries). ``raw_from``: the first day whose
-    raw events the project keeps (svc.retention), as the API reads it."""
+    raw events the project keeps (svc.retention), as the API reads it. ``saved_goals``: the
+    project's saved goals (svc.saved.goals); with some, the goals listed are theirs (each
+    with its name, as GET /metrics/goals without ``goal`` answers), else the period's
+    :data:`TOP` most frequent custom events."""
     rng = period.rng
     now = Query(project.id, rng, raw_from=raw_from)
     before = Query(project.id, rng.previous_period(), raw_from=raw_from)
@@ -61,10 +72,12 @@ def compute(
     page = breakdown.Page(TOP, 0, "-visitors")
     events = breakdown.query_breakdown(store, now, DIMENSIONS["event"], breakdown.Page(TOP + 1))
     names = [r["value"] for r in events["rows"] if r["value"] != "page_view"][:TOP]
-    goals: list[dict[str, Any]] = []
-    if names:
+    found: list[dict[str, Any]] = []
+    if saved_goals:
+        found = query_conversions(store, now, saved_goals)["goals"]
+    elif names:
         found = conversions.query_goals(store, now, [f"event:{n}" for n in names])["goals"]
-        goals = sorted(found, key=lambda g: -int(g["visitors"]))
+    goals = sorted(found, key=lambda g: -int(g["visitors"]))  # stable: ties as saved
     return Report(
         project=project,
         period=period,
@@ -181,7 +194,7 @@ def _lists(report: Report) -> list[tuple[str, list[dict[str, Any]], Any]]:
         return f"{r['value'] or '(none)'}: {int(r['visitors']):,} visitors"
 
     def goal(g: dict[str, Any]) -> str:
-        name = str(g["goal"]).removeprefix("event:")
+        name = str(g["name"]) if "name" in g else str(g["goal"]).removeprefix("event:")
         return f"{name}: {int(g['visitors']):,} visitors ({g['conversionRate']})"
 
     return [
