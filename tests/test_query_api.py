@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -260,6 +261,60 @@ def test_realtime(server: Server) -> None:
     assert one["visitors"] == 4 and one["pages"] == [{"value": "/b", "visitors": 2}]
     empty = server.create_project("quiet-" + uuid.uuid4().hex[:8])
     assert get(server, empty, "/metrics/realtime")["visitors"] == 0
+
+
+def test_realtime_minutes_sources_and_countries(server: Server) -> None:
+    """The per-minute visitors of the last 30 minutes (zeros filled in, the current minute
+    last) and the recent visitors' sources and countries, those of their current session."""
+    p = server.create_project("live-" + uuid.uuid4().hex[:8], domains=["acme.test"])
+    now = datetime.now(UTC)
+    ms = lambda dt: int(dt.timestamp() * 1000)  # noqa: E731
+    us, de = "8.8.8.1", "5.9.1.1"  # the bundled country data's US and DE
+    events = [
+        # from Google 3 minutes ago, then an inner page now (the session's source stays google)
+        ev(1, ms(now - timedelta(minutes=3)), path="/", referrer="https://www.google.com/"),
+        ev(1, ms(now), path="/docs", referrer="https://acme.test/"),
+        ev(2, ms(now - timedelta(minutes=1)), path="/", ip=us, userAgent=UA.format(2)),
+        ev(3, ms(now), path="/b", ip=us, userAgent=UA.format(3), referrer="https://t.co/x"),
+        ev(4, ms(now), path="/b", ip=de, userAgent=UA.format(4)),
+        # 20 minutes ago: in the per-minute series, not among the current visitors
+        ev(5, ms(now - timedelta(minutes=20)), path="/old"),
+        # a page measurement is no visit
+        ev(6, ms(now), name="engagement", properties={"engaged_ms": 1000, "scroll_pct": 10}),
+    ]
+    r = server.send(p["keys"]["secret"], events)
+    assert r.status_code == 200 and r.json()["accepted"] == len(events), r.text
+    server.wait_loaded()
+    body = get(server, p, "/metrics/realtime")
+    assert body["visitors"] == 4 and body["windowSeconds"] == 300
+    assert body["sources"] == [
+        {"value": "direct", "visitors": 2},
+        {"value": "google", "visitors": 1},
+        {"value": "twitter", "visitors": 1},
+    ]
+    assert body["countries"] == [
+        {"value": "US", "visitors": 2},
+        {"value": "", "visitors": 1},
+        {"value": "DE", "visitors": 1},
+    ]
+    minutes = body["minutes"]
+    assert len(minutes) == 30
+    times = [datetime.fromisoformat(m["time"] + "+00:00") for m in minutes]
+    assert all(b - a == timedelta(minutes=1) for a, b in itertools.pairwise(times))
+    assert times[-1] in {
+        now.replace(second=0, microsecond=0) + timedelta(minutes=k) for k in (0, 1)
+    }
+    by_time = {m["time"]: m["visitors"] for m in minutes}
+    for dt, want in ((now - timedelta(minutes=20), 1), (now - timedelta(minutes=3), 1)):
+        assert by_time[dt.strftime("%Y-%m-%dT%H:%M")] == want
+    assert sum(by_time.values()) == 1 + 1 + 1 + 3  # V5; V1; V2; V1, V3, V4 (when apart)
+    one = get(server, p, "/metrics/realtime", limit=1)
+    assert one["sources"] == [{"value": "direct", "visitors": 2}]
+    assert one["countries"] == [{"value": "US", "visitors": 2}]
+    empty = server.create_project("quiet-" + uuid.uuid4().hex[:8])
+    quiet = get(server, empty, "/metrics/realtime")
+    assert quiet["sources"] == quiet["countries"] == []
+    assert [m["visitors"] for m in quiet["minutes"]] == [0] * 30
 
 
 @pytest.mark.parametrize("fmt", ["ndjson", "csv", "parquet"])

@@ -326,9 +326,27 @@ class PageVisitors(Doc):
     visitors: int
 
 
-class Realtime(Doc):
+class RealtimeMinute(Doc):
+    time: Annotated[str, Meta(description="The UTC minute, YYYY-MM-DDTHH:MM.")]
     visitors: int
+
+
+class Realtime(Doc):
+    """GET /metrics/realtime: the visitors of the last `windowSeconds` and where they are."""
+
+    visitors: int
+    window_seconds: int
     pages: list[PageVisitors]
+    sources: Annotated[
+        list[PageVisitors], Meta(description="Their sessions' sources, most visitors first.")
+    ]
+    countries: Annotated[
+        list[PageVisitors], Meta(description="Their sessions' countries (ISO 3166-1, '' unknown).")
+    ]
+    minutes: Annotated[
+        list[RealtimeMinute],
+        Meta(description="Visitors per minute of the last 30, the current one last."),
+    ]
 
 
 class Goal(Doc):
@@ -825,7 +843,7 @@ def _reports(settings: Settings, secured: list[dict[str, list[str]]]) -> dict[st
             "Vitals",
         ),
         "/metrics/realtime": get(
-            "Visitors in the last 5 minutes and the pages they are on",
+            "Visitors in the last 5 minutes: their pages, sources, countries; 30 minutes by minute",
             [_param("projectId", "query", "Admin token only."), limit],
             "Realtime",
         ),
