@@ -37,6 +37,7 @@ from svc.http.logs import show_generated_admin_token
 from svc.http.mail import ROUTES as MAIL_ROUTES
 from svc.http.observe import RequestStats
 from svc.http.openapi import openapi_document
+from svc.http.saved import ROUTES as SAVED_ROUTES
 from svc.http.script import serve_script
 from svc.limits.core import Limits
 from svc.mail import links as mail_links
@@ -104,6 +105,7 @@ def create_app(settings: Settings) -> Starlette:
         Route("/projects/{project_id}/keys/{key_id}/rotate", projects.rotate_key, methods=["POST"]),
         *MAIL_ROUTES,  # report and alert subscriptions, unsubscribe, the outbox's state
         *ACCOUNT_ROUTES,  # accounts, teams, invitations, guests, transfers
+        *SAVED_ROUTES,  # saved goals, funnels, segments, annotations (svc.http.saved)
         Route(
             "/projects/{project_id}/edge-secrets",
             edge_secrets.create_edge_secret,

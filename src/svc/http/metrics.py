@@ -39,6 +39,8 @@ from svc.queries.metrics import query_metrics
 from svc.queries.plan import Query
 from svc.reads.scheduler import tenant_of
 from svc.retention import notice
+from svc.saved import funnels as saved_funnels
+from svc.saved import goals as saved_goals
 from svc.storage.events import EventStore, QueryTimeout, Read, ReadCancelled, timeout_error
 
 log = logging.getLogger(__name__)
@@ -307,16 +309,25 @@ def _realtime(store: EventStore, project: Project, request: Request) -> dict[str
 
 
 def _goals(store: EventStore, project: Project, request: Request) -> dict[str, Any]:
-    return conversions.query_goals(
-        store, parse_scope(request, project), request.query_params.getlist("goal")
-    )
+    asked = request.query_params.getlist("goal")
+    if not asked:  # the project's saved goals (svc.saved.goals)
+        saved = saved_goals.list_goals(runtime_of(request).meta, project.id)
+        return saved_goals.query_conversions(store, parse_scope(request, project), saved)
+    return conversions.query_goals(store, parse_scope(request, project), asked)
 
 
 def _funnel(store: EventStore, project: Project, request: Request) -> dict[str, Any]:
-    window = _int_param(request, "window", 1800, 1, 30 * 86400)
-    return conversions.query_funnel(
-        store, parse_scope(request, project), request.query_params.getlist("step"), window
+    params = request.query_params
+    saved = saved_funnels.chosen(  # funnel=<id>: a saved funnel (svc.saved.funnels)
+        runtime_of(request).meta, project.id, params.get("funnel"), params.getlist("step")
     )
+    default = saved.window if saved is not None and saved.window is not None else 1800
+    window = _int_param(request, "window", default, 1, 30 * 86400)
+    steps = list(saved.steps) if saved is not None else params.getlist("step")
+    body = conversions.query_funnel(store, parse_scope(request, project), steps, window)
+    if saved is not None:
+        body["funnel"] = {"id": saved.id, "name": saved.name}
+    return body
 
 
 def _revenue(store: EventStore, project: Project, request: Request) -> dict[str, Any]:

@@ -71,6 +71,23 @@ RULES: dict[str, str] = {
     "GET /unsubscribe/{token}": PUBLIC,  # the token in the path is the credential
     "POST /unsubscribe/{token}": PUBLIC,
     "GET /internal/mail": ADMIN,
+    # saved goals, funnels, segments and annotations (svc.http.saved)
+    "GET /projects/{project_id}/goals": "read",
+    "POST /projects/{project_id}/goals": "edit",
+    "PATCH /projects/{project_id}/goals/{goal_id}": "edit",
+    "DELETE /projects/{project_id}/goals/{goal_id}": "edit",
+    "GET /projects/{project_id}/funnels": "read",
+    "POST /projects/{project_id}/funnels": "edit",
+    "PATCH /projects/{project_id}/funnels/{funnel_id}": "edit",
+    "DELETE /projects/{project_id}/funnels/{funnel_id}": "edit",
+    "GET /projects/{project_id}/segments": "read",  # the shared ones and one's own
+    "POST /projects/{project_id}/segments": "read",  # a personal one (accounts); shared: edit
+    "PATCH /projects/{project_id}/segments/{segment_id}": "edit",  # one's own personal: read
+    "DELETE /projects/{project_id}/segments/{segment_id}": "edit",  # one's own personal: read
+    "GET /projects/{project_id}/annotations": "read",
+    "POST /projects/{project_id}/annotations": "edit",
+    "PATCH /projects/{project_id}/annotations/{annotation_id}": "edit",
+    "DELETE /projects/{project_id}/annotations/{annotation_id}": "edit",
     # accounts and teams
     "POST /auth/signin": PUBLIC,
     "POST /auth/signout": ACCOUNT,

@@ -51,6 +51,11 @@ def _m051_totp_last_step(conn: Connection) -> None:
         conn.execute(text("ALTER TABLE accounts ADD COLUMN totp_last_step BIGINT"))
 
 
+def _m060_saved(conn: Connection) -> None:
+    for table in tables.SAVED_TABLES:
+        table.create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial: projects, api_keys, salts, usage", _m001_initial),
     (2, "accounts: accounts, teams, members, sessions, invitations, resets", _m002_accounts),
@@ -59,6 +64,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (22, "mail: extra headers of a mail (List-Unsubscribe)", _m022_mail_headers),
     (50, "edge: secrets registered over the API", _m050_edge_secrets),
     (51, "accounts: the last two-factor time step accepted", _m051_totp_last_step),
+    (60, "saved: goals, funnels, segments and annotations of a project", _m060_saved),
 ]
 
 

@@ -252,3 +252,63 @@ edge_secrets = Table(
     Column("created_at", BigInteger, nullable=False),
     Index("ix_edge_secrets_project", "project_id"),
 )
+
+# saved goals, funnels, segments and annotations (svc.saved): each of one project ------------
+
+saved_goals = Table(
+    "saved_goals",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("project_id", String(64), ForeignKey("projects.id", ondelete="CASCADE"), nullable=False),
+    Column("name", String(100), nullable=False),
+    Column("kind", String(8), nullable=False),  # event, page
+    Column("target", Text, nullable=False),  # the event's name, or the page's path pattern
+    Column("prop_key", String(300), nullable=True),  # an event goal's property match
+    Column("prop_value", Text, nullable=True),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    Index("ix_saved_goals_project", "project_id"),
+)
+
+saved_funnels = Table(
+    "saved_funnels",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("project_id", String(64), ForeignKey("projects.id", ondelete="CASCADE"), nullable=False),
+    Column("name", String(100), nullable=False),
+    Column("steps", Text, nullable=False),  # JSON: the steps as GET /metrics/funnel takes them
+    Column("window_seconds", Integer, nullable=True),  # None: the default window
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    Index("ix_saved_funnels_project", "project_id"),
+)
+
+segments = Table(
+    "segments",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("project_id", String(64), ForeignKey("projects.id", ondelete="CASCADE"), nullable=False),
+    Column("name", String(100), nullable=False),
+    Column("filters", Text, nullable=False),  # JSON: filter strings as the reads take them
+    Column("shared", Integer, nullable=False),  # 1: every reader of the project; 0: its owner's
+    Column("owner_id", String(40), nullable=True),  # the account that made it (None: a key's)
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    Index("ix_segments_project", "project_id"),
+)
+
+saved_annotations = Table(
+    "annotations",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("project_id", String(64), ForeignKey("projects.id", ondelete="CASCADE"), nullable=False),
+    Column("day", String(10), nullable=True),  # YYYY-MM-DD: a whole day (else at_ms)
+    Column("at_ms", BigInteger, nullable=True),  # a moment (ms, UTC)
+    Column("text", Text, nullable=False),
+    Column("created_by", String(64), nullable=False),  # an account id, a key id, or "admin"
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    Index("ix_annotations_project", "project_id"),
+)
+
+SAVED_TABLES = (saved_goals, saved_funnels, segments, saved_annotations)

@@ -22,10 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from svc.errors import InvalidRequest
-from svc.meta.store import Project
 from svc.queries import timeseries
 from svc.queries.compare import change
 from svc.queries.dates import FIRST_DAY, LAST_DAY, DateRange, is_known_zone, parse_range
@@ -33,6 +32,21 @@ from svc.queries.metrics import Metrics, query_metrics
 from svc.queries.plan import Query
 from svc.queries.shape import percent
 from svc.storage.events import EventStore
+
+
+class Project(Protocol):
+    """What the overview reads of a project (svc.meta.store.Project has it; the read side
+    does not import the metadata store)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def timezone(self) -> str: ...
+
 
 #: The figures of a row, in the order the table shows them.
 FIGURES = ("visitors", "visits", "pageviews", "bounceRate", "visitDuration")
