@@ -22,6 +22,7 @@ from svc.http.accounts_doc import ACCOUNT_TYPES, account_paths
 from svc.http.mail import openapi_paths as mail_paths
 from svc.http.overview_doc import OVERVIEW_TYPES, overview_paths
 from svc.http.projects import NAME as PROJECT_NAME
+from svc.http.saved_doc import SAVED_TYPES, saved_paths
 from svc.queries.breakdown import MAX_OFFSET
 from svc.queries.filters import OPERATORS
 from svc.schema.dimensions import DIMENSIONS
@@ -354,11 +355,17 @@ class Goal(Doc):
     visitors: int
     events: int
     conversion_rate: str
+    # a saved goal's (GET /metrics/goals without `goal`: svc.saved.goals)
+    id: Annotated[str, Meta(description="Saved goals: its id.")] | UnsetType = UNSET
+    name: Annotated[str, Meta(description="Saved goals: its name.")] | UnsetType = UNSET
+    kind: Annotated[str, Meta(description="Saved goals: event or page.")] | UnsetType = UNSET
+    property: dict[str, str] | UnsetType = UNSET
 
 
 class Goals(Doc):
     visitors: int
     goals: list[Goal]
+    saved: Annotated[bool, Meta(description="The project's saved goals.")] | UnsetType = UNSET
 
 
 class DimensionValue(Doc):
@@ -380,9 +387,15 @@ class FunnelStep(Doc):
     drop_off_rate: str
 
 
+class SavedFunnelRef(Doc):
+    id: str
+    name: str
+
+
 class Funnel(Doc):
     window_seconds: int
     steps: list[FunnelStep]
+    funnel: SavedFunnelRef | UnsetType = UNSET  # with `funnel=<id>`
 
 
 class CurrencyRevenue(Doc):
@@ -622,6 +635,7 @@ TYPES: dict[str, type[Struct]] = {
     },
     **ACCOUNT_TYPES,  # svc.http.accounts_doc
     **OVERVIEW_TYPES,  # svc.http.overview_doc
+    **SAVED_TYPES,  # svc.http.saved_doc
 }
 
 
@@ -849,7 +863,15 @@ def _reports(settings: Settings, secured: list[dict[str, list[str]]]) -> dict[st
         ),
         "/metrics/goals": get(
             "Conversions of goals: event:<name> or page:<pattern with *>",
-            [*scoped, _param("goal", "query", "Repeatable.", True)],
+            [
+                *scoped,
+                _param(
+                    "goal",
+                    "query",
+                    "Repeatable, at most 20. Without it: the project's saved goals (each with "
+                    "its id, name, kind, property), `saved: true`.",
+                ),
+            ],
             "Goals",
         ),
         "/metrics/values": get(
@@ -873,7 +895,12 @@ def _reports(settings: Settings, secured: list[dict[str, list[str]]]) -> dict[st
                     "`|` (`page:/pricing|page:/plans`), reached by any of them and counted once "
                     "per visitor. `\\|` is a literal `|`, `\\\\` a literal `\\`; an empty "
                     "alternative or more than 10 is a 400 naming `step`.",
-                    True,
+                ),
+                _param(
+                    "funnel",
+                    "query",
+                    "A saved funnel's id, instead of `step`: its steps and window (`window` "
+                    "overrides); the answer names it in `funnel`. Unknown: 404.",
                 ),
                 _param("window", "query", "Seconds (default 1800).", type="integer"),
             ],
@@ -1136,6 +1163,7 @@ def _paths(settings: Settings) -> dict[str, Any]:
         **_projects(settings, secured),
         **mail_paths(settings, secured, _errors, _param),  # svc.http.mail
         **account_paths(settings, secured, (_errors, _json, _param, _ref)),  # accounts_doc
+        **saved_paths(settings, secured, (_errors, _json, _param)),  # saved_doc
         **_pages(settings),
         "/internal/metrics": {
             "get": {
