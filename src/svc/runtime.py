@@ -30,6 +30,7 @@ from svc.ingestion.identity import Salts, salt_days, stored_visitor_id
 from svc.ingestion.service import IngestService
 from svc.mail.service import MailService
 from svc.meta import files as meta_files
+from svc.meta.dropped import DroppedRecorder
 from svc.meta.store import MetadataUnavailable, MetaStore, Project
 from svc.meta.usage import UsageRecorder
 from svc.queries import sql
@@ -327,6 +328,28 @@ class Runtime:
             counts = usage.snapshot(self.ingest.usage.counts, self.ingest.quotas.peek)
             await asyncio.to_thread(usage.flush, counts)
 
+        drops = DroppedRecorder(self.meta)  # what the pipeline dropped (svc.meta.dropped)
+        flushing: asyncio.Future[None] | None = None
+
+        async def record_drops() -> None:
+            """Record the drops counted since the last time. Counts are added, not replaced:
+            what failed goes back to the counts, and a flush cut short by stop() is waited
+            for, never repeated."""
+            nonlocal flushing
+            if flushing is not None:
+                await asyncio.wait([flushing])
+            counts, samples = self.ingest.drops.take()
+            if not counts and not samples:
+                return
+
+            def settled(done: asyncio.Future[None]) -> None:
+                if done.cancelled() or done.exception() is not None:  # nothing was written
+                    self.ingest.drops.give_back(counts, samples)  # the next tick tries again
+
+            flushing = asyncio.ensure_future(asyncio.to_thread(drops.flush, counts, samples))
+            flushing.add_done_callback(settled)
+            await asyncio.shield(flushing)
+
         # Every metadata call runs in a worker thread: a metadata store that is locked or slow
         # delays housekeeping, never the event loop.
         try:
@@ -341,6 +364,8 @@ class Runtime:
                     await asyncio.to_thread(self._refresh_salts, now)
                     await asyncio.to_thread(self._flush_last_used)
                     await record_usage()
+                    await record_drops()
+                    await asyncio.to_thread(drops.prune_if_due, now)
                 except Exception as exc:  # housekeeping must never stop the service
                     if isinstance(exc, MetadataUnavailable):
                         log.warning("housekeeping: %s", exc)
@@ -351,6 +376,10 @@ class Runtime:
                 await record_usage()
             except Exception:
                 log.exception("could not record usage")
+            try:
+                await record_drops()
+            except Exception:
+                log.exception("could not record the dropped events")
 
     def _flush_last_used(self) -> None:
         """Record when keys were last used (blocking: call it in a worker thread)."""

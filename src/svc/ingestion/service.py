@@ -18,6 +18,7 @@ import msgspec
 from svc.errors import ApiError, Forbidden, InvalidApiKey, InvalidRequest, Unavailable
 from svc.ingestion import identity
 from svc.ingestion.dedup import EventIdFilter
+from svc.ingestion.dropped import DropCounts
 from svc.ingestion.enrich.geo import GeoLookup
 from svc.ingestion.outcomes import DropReason, Outcomes
 from svc.ingestion.pipeline import Pipeline, RequestContext
@@ -79,6 +80,8 @@ class IngestService:
         self.spool = spool
         self.pipeline = pipeline
         self.outcomes = Outcomes()
+        # drops per project, day and reason, and samples (svc.ingestion.dropped)
+        self.drops = DropCounts()
         self.usage = Usage()
         # Exact monthly quotas (svc.limits); the app swaps in the Redis ledger when shared.
         self.quotas = Quotas(parse_plans(settings.plans, settings.monthly_quota), self.usage)
@@ -111,6 +114,7 @@ class IngestService:
             del self.usage.counts[key]
         self.quotas.attention.pop(project.id, None)
         self.quotas.quota_seen.pop(project.id, None)
+        self.drops.forget_project(project.id)
 
     def _month_of(self, ms: int) -> str:
         month, start, end = self._month
@@ -180,6 +184,7 @@ class IngestService:
             if reason is not None:
                 self.outcomes.dropped[reason] += 1
                 result.dropped.append(reason)
+                self.drops.add(draft, reason, pipeline)
                 continue
             if draft.dedup_key is not None:
                 dedup_keys.append(draft.dedup_key)

@@ -56,6 +56,11 @@ def _m060_saved(conn: Connection) -> None:
         table.create(conn, checkfirst=True)
 
 
+def _m061_dropped(conn: Connection) -> None:
+    tables.dropped_counts.create(conn, checkfirst=True)
+    tables.dropped_samples.create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial: projects, api_keys, salts, usage", _m001_initial),
     (2, "accounts: accounts, teams, members, sessions, invitations, resets", _m002_accounts),
@@ -65,6 +70,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (50, "edge: secrets registered over the API", _m050_edge_secrets),
     (51, "accounts: the last two-factor time step accepted", _m051_totp_last_step),
     (60, "saved: goals, funnels, segments and annotations of a project", _m060_saved),
+    (61, "dropped: counts per project, day and reason; samples", _m061_dropped),
 ]
 
 

@@ -374,6 +374,8 @@ class MetaStore:
         with self.engine.begin() as conn:
             conn.execute(delete(tables.api_keys).where(tables.api_keys.c.project_id == project_id))
             conn.execute(delete(tables.usage).where(tables.usage.c.project_id == project_id))
+            for dropped in (tables.dropped_counts, tables.dropped_samples):  # svc.meta.dropped
+                conn.execute(delete(dropped).where(dropped.c.project_id == project_id))
             conn.execute(  # its edge secrets (svc.meta.edge_secrets)
                 delete(tables.edge_secrets).where(tables.edge_secrets.c.project_id == project_id)
             )

@@ -194,6 +194,33 @@ usage = Table(
     Column("events", BigInteger, nullable=False, server_default="0"),
 )
 
+# what the ingestion pipeline dropped (svc.meta.dropped): counts per project, UTC day and
+# reason; a few of the dropped requests per project and day, kept 3 days, never an address
+dropped_counts = Table(
+    "dropped_counts",
+    metadata,
+    Column("project_id", String(64), primary_key=True),
+    Column("day", String(10), primary_key=True),  # YYYY-MM-DD, UTC
+    Column("reason", String(32), primary_key=True),  # a DropReason's value
+    Column("events", BigInteger, nullable=False, server_default="0"),
+)
+
+dropped_samples = Table(
+    "dropped_samples",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("project_id", String(64), nullable=False),
+    Column("day", String(10), nullable=False),  # YYYY-MM-DD, UTC, of at_ms
+    Column("at_ms", BigInteger, nullable=False),  # when it was received (ms, UTC)
+    Column("reason", String(32), nullable=False),
+    Column("user_agent", String(256), nullable=False),  # cut to 256 characters
+    Column("path", Text, nullable=False),
+    Column("referrer_host", String(255), nullable=False),
+    Column("country", String(2), nullable=False),  # "" when not known
+    Index("ix_dropped_samples_project_day", "project_id", "day"),
+    Index("ix_dropped_samples_at", "at_ms"),
+)
+
 # mail (svc.mail): the outbox, report and alert subscriptions, the alerts' state -------------
 
 mail_outbox = Table(
