@@ -2,16 +2,29 @@
 
 import type { JSX } from "preact";
 import { useState } from "preact/hooks";
-import { useData, useQuery } from "./context";
-import { DIMENSIONS, dimensionLabel, OP_LABELS, OPS, parseFilter, withFilter, type Op } from "./filters";
+import {
+  CHANNELS,
+  DIMENSIONS,
+  dimensionLabel,
+  OP_LABELS,
+  OPS,
+  parseFilter,
+  withFilter,
+  words,
+  type Op,
+} from "./filters";
 import { countryName } from "./format";
 import { setView, useView } from "./state";
-import type { BreakdownAnswer } from "./types";
+import { ValueCombobox } from "./suggest";
 import { Modal, Field } from "./ui";
 
+/** A value as the dashboard shows it: a country's name, a device or channel in words. */
 export function valueLabel(dim: string, value: string): string {
   if (dim === "country") return countryName(value);
-  return value === "" ? "(none)" : value;
+  if (value === "") return "(none)";
+  if (dim === "device") return words(value);
+  if (dim === "channel") return CHANNELS[value] ?? words(value);
+  return value;
 }
 
 export function FilterBar(): JSX.Element | null {
@@ -55,18 +68,12 @@ export function FilterBar(): JSX.Element | null {
 
 function AddFilter(props: { onClose: () => void }): JSX.Element {
   const view = useView();
-  const { base } = useQuery();
   const [dim, setDim] = useState("page");
   const [prop, setProp] = useState("");
   const [op, setOp] = useState<Op>("is");
   const [value, setValue] = useState("");
   const dimension = dim === "prop" ? `prop:${prop.trim()}` : dim;
   const ready = dim !== "prop" || prop.trim() !== "";
-  const suggestions = useData<BreakdownAnswer>(ready ? "/metrics/breakdown" : null, [
-    ...base,
-    ["by", dimension],
-    ["limit", "25"],
-  ]);
   const submit = (e: Event) => {
     e.preventDefault();
     if (!ready) return;
@@ -120,20 +127,13 @@ function AddFilter(props: { onClose: () => void }): JSX.Element {
         <Field label="Value">
           {(id) => (
             <>
-              <input
+              <ValueCombobox
                 id={id}
+                dimension={ready ? dimension : null}
                 value={value}
-                list="filter-values"
-                autocomplete="off"
-                onInput={(e) => setValue((e.target as HTMLInputElement).value)}
+                onValue={setValue}
+                label={(v) => valueLabel(dimension, v)}
               />
-              <datalist id="filter-values">
-                {(suggestions.data?.rows ?? []).map((r) => (
-                  <option key={r.value} value={r.value}>
-                    {valueLabel(dimension, r.value)}
-                  </option>
-                ))}
-              </datalist>
             </>
           )}
         </Field>

@@ -37,6 +37,36 @@ export const DIMENSIONS: Record<string, string> = {
   event: "Event",
 };
 
+/** The dashboard's names of the channels svc assigns (docs/api.md, "Channels"). */
+export const CHANNELS: Record<string, string> = {
+  direct: "Direct",
+  organic_search: "Organic search",
+  paid_search: "Paid search",
+  organic_social: "Organic social",
+  paid_social: "Paid social",
+  organic_video: "Organic video",
+  paid_video: "Paid video",
+  organic_shopping: "Organic shopping",
+  paid_shopping: "Paid shopping",
+  ai_assistants: "AI assistants",
+  email: "Email",
+  referral: "Referral",
+  affiliates: "Affiliates",
+  display: "Display",
+  sms: "SMS",
+  audio: "Audio",
+  mobile_push_notifications: "Mobile push notifications",
+  cross_network: "Cross-network",
+  unassigned: "Unassigned",
+};
+
+/** A value svc names itself as words: "mobile" -> "Mobile", "" -> "(none)". */
+export function words(v: string): string {
+  if (!v) return "(none)";
+  const s = v.replace(/_/g, " ");
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
 export interface Filter {
   dim: string;
   op: Op;

@@ -13,13 +13,24 @@ export function exactNum(n: number): string {
   return exact.format(n);
 }
 
-/** Seconds as "45s", "2m 05s", "1h 02m". */
+/**
+ * A duration in seconds as every panel writes it: "180ms" under a second, "4.2s" under ten,
+ * "45s", "2m 08s", "1h 02m". The value is rounded to what is shown before it is split into
+ * units, so 59.96 s is "1m 00s" (not "60.0s") and 119.6 s "2m 00s" (not "1m 60s").
+ */
 export function duration(seconds: number | null | undefined): string {
-  if (seconds === null || seconds === undefined || Number.isNaN(seconds)) return "–";
+  if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return "–";
+  if (seconds < 0) return `-${duration(-seconds)}`;
+  const ms = Math.round(seconds * 1000);
+  if (ms === 0) return "0s";
+  if (ms < 1000) return `${ms}ms`;
+  const tenths = Math.round(seconds * 10);
+  if (tenths < 100) return `${(tenths / 10).toFixed(1)}s`;
   const s = Math.round(seconds);
   if (s < 60) return `${s}s`;
   if (s < 3600) return `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, "0")}s`;
-  return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
+  const m = Math.round(seconds / 60);
+  return `${Math.floor(m / 60)}h ${String(m % 60).padStart(2, "0")}m`;
 }
 
 /** "12.3%" or 12.3 or 0.123 (a share) -> 12.3. */

@@ -6,7 +6,7 @@ import type { JSX } from "preact";
 import type { Params } from "./api";
 import { useData, useQuery } from "./context";
 import { withRange } from "./chart";
-import { num } from "./format";
+import { duration, num } from "./format";
 import { Body, Report, SimpleRows, useHidden } from "./reports";
 import { RowChange } from "./ui";
 import {
@@ -48,10 +48,7 @@ interface Rows<T> {
 type VitalsAnswer = VitalsFigures & { interval?: string; points?: VitalsPoint[] };
 
 function seconds(ms: number | null): string {
-  if (ms === null) return "–";
-  return ms < 60_000
-    ? `${(ms / 1000).toFixed(1)} s`
-    : `${Math.floor(ms / 60_000)} m ${Math.round((ms % 60_000) / 1000)} s`;
+  return ms === null ? "–" : duration(ms / 1000);
 }
 
 /** The relative change in percent from `then` to `now`, one decimal, as the API's `change`

@@ -1,12 +1,12 @@
 // Breakdown panels: the top values of a dimension, each row a button that filters the page,
 // and a dialog with every row, sortable and searchable.
 
-import type { ComponentType, JSX } from "preact";
+import type { ComponentChildren, ComponentType, JSX } from "preact";
 import { useEffect, useId, useState } from "preact/hooks";
 import type { Params } from "./api";
 import { useData, useQuery } from "./context";
 import { valueLabel } from "./filterbar";
-import { activeValue, dimensionLabel, withFilter } from "./filters";
+import { activeValue, CHANNELS, dimensionLabel, withFilter, words } from "./filters";
 import { duration, exactNum, flag, num } from "./format";
 import { PropertiesView } from "./reports";
 import { setView, useView } from "./state";
@@ -32,6 +32,8 @@ export interface TabDef {
   drop?: string[];
   /** Turns a value into the label shown. */
   render?: (value: string) => JSX.Element | string;
+  /** Said instead of the rows when no row has a value (every visitor's is unknown). */
+  unknown?: ComponentChildren;
 }
 
 const METRIC_LABELS: Record<string, string> = {
@@ -69,34 +71,6 @@ function regionLabel(code: string): JSX.Element {
 
 function sourceLabel(v: string): string {
   return v === "direct" ? "Direct / None" : valueLabel("source", v);
-}
-
-const CHANNELS: Record<string, string> = {
-  direct: "Direct",
-  organic_search: "Organic search",
-  paid_search: "Paid search",
-  organic_social: "Organic social",
-  paid_social: "Paid social",
-  organic_video: "Organic video",
-  paid_video: "Paid video",
-  organic_shopping: "Organic shopping",
-  paid_shopping: "Paid shopping",
-  ai_assistants: "AI assistants",
-  email: "Email",
-  referral: "Referral",
-  affiliates: "Affiliates",
-  display: "Display",
-  sms: "SMS",
-  audio: "Audio",
-  mobile_push_notifications: "Mobile push notifications",
-  cross_network: "Cross-network",
-  unassigned: "Unassigned",
-};
-
-function words(v: string): string {
-  if (!v) return "(none)";
-  const s = v.replace(/_/g, " ");
-  return s.charAt(0).toUpperCase() + s.slice(1);
 }
 
 function channelLabel(v: string): string {
@@ -189,6 +163,10 @@ export function Panel(props: {
           <Skeleton />
         ) : rows.length === 0 ? (
           <Note />
+        ) : tab.unknown && rows.every((r) => r.value === "") ? (
+          <div class="note unknown" data-testid="unknown-values">
+            {tab.unknown}
+          </div>
         ) : (
           <RowList
             by={by!}
@@ -459,6 +437,26 @@ export function PagesPanel(): JSX.Element | null {
   );
 }
 
+/** Why no visitor has a region or city: svc locates an address by its country only (the geo data
+ * it ships, geoip2fast, has no regions or cities, and it downloads none); they come from an edge
+ * in front of it (docs/api.md, "Location from an edge"; docs/edge.md). */
+function NoGeo(props: { what: "region" | "city" }): JSX.Element {
+  return (
+    <>
+      <p>
+        <strong>No {props.what} is known for these visitors.</strong>
+      </p>
+      <p>
+        svc finds a visitor's country from their address with the geo data it ships, which has no regions or
+        cities. Regions and cities come from an edge in front of svc that locates visitors: Cloudflare, Vercel
+        or CloudFront (its addresses in <code>SVC_TRUSTED_PROXIES</code>
+        ), or the svc edge (docs/edge.md). Without one, the Countries tab and the map still show where
+        visitors are.
+      </p>
+    </>
+  );
+}
+
 export function LocationsPanel(): JSX.Element | null {
   return (
     <Panel
@@ -467,8 +465,15 @@ export function LocationsPanel(): JSX.Element | null {
       tabs={[
         { id: "map", label: "Map", custom: LazyMap },
         { id: "country", label: "Countries", by: "country", column: "Country", render: countryLabel },
-        { id: "region", label: "Regions", by: "region", column: "Region", render: regionLabel },
-        { id: "city", label: "Cities", by: "city", column: "City" },
+        {
+          id: "region",
+          label: "Regions",
+          by: "region",
+          column: "Region",
+          render: regionLabel,
+          unknown: <NoGeo what="region" />,
+        },
+        { id: "city", label: "Cities", by: "city", column: "City", unknown: <NoGeo what="city" /> },
       ]}
     />
   );

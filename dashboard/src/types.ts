@@ -68,7 +68,12 @@ export interface BreakdownAnswer {
 
 export interface RealtimeAnswer {
   visitors: number;
+  windowSeconds: number;
   pages: { value: string; visitors: number }[];
+  /** Newer servers: the current visitors' sources and countries, visitors per minute. */
+  sources?: { value: string; visitors: number }[];
+  countries?: { value: string; visitors: number }[];
+  minutes?: { time: string; visitors: number }[];
 }
 
 export interface GoalsAnswer {

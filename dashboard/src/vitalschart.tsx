@@ -6,7 +6,7 @@ import type { JSX } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { TimeAxisLabels } from "./chart";
 import { timeLabel } from "./dates";
-import { num } from "./format";
+import { duration, num } from "./format";
 import { Tabs } from "./ui";
 
 export interface VitalFigures {
@@ -41,10 +41,10 @@ export const VITALS: VitalDef[] = [
   { name: "ttfb", label: "Time to first byte", unit: "ms", good: 800, poor: 1800 },
 ];
 
-/** A value of the vital as a person reads it: "2,750 ms", "0.050". */
+/** A value of the vital as a person reads it: "2.8s", "180ms" (`duration`), "0.050". */
 export function showVital(v: VitalDef, value: number | null): string {
   if (value === null) return "–";
-  return v.unit ? `${num(Math.round(value))} ${v.unit}` : value.toFixed(3);
+  return v.unit ? duration(value / 1000) : value.toFixed(3);
 }
 
 /** The top of the value axis: past the poor threshold and every value, a round number. */

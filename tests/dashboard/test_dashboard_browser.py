@@ -344,7 +344,7 @@ def test_share_link_is_read_only_and_reaches_nothing_else(
         assert shared.get_by_role("button", name="Sign out").count() == 0
         assert shared.get_by_label("Secret key or admin token").count() == 0
         # Filtering works for the visitor too.
-        shared.get_by_role("button", name="Remove filter: Device is mobile").click()
+        shared.get_by_role("button", name="Remove filter: Device is Mobile").click()
         wait_stats(shared, api(server, seeded.secret, "/metrics", params[:2]))
 
         # The token reaches its own project's numbers and nothing else.
