@@ -131,4 +131,3 @@ def _delete_stale(directory: Path) -> None:
 
 def _statement(stmt: sql.Statement) -> tuple[str, dict[str, object]]:
     return stmt.sql, stmt.params
-

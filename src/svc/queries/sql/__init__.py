@@ -124,10 +124,14 @@ CSV_TEXT_COLUMNS = frozenset(
     )
 )
 
-_CSV_STARTS_SQL = "(" + ", ".join(
-    "'" + c.replace("\t", "\\t").replace("\r", "\\r").replace("'", "''") + "'"
-    for c in csv_cells.FORMULA_STARTS
-) + ")"
+_CSV_STARTS_SQL = (
+    "("
+    + ", ".join(
+        "'" + c.replace("\t", "\\t").replace("\r", "\\r").replace("'", "''") + "'"
+        for c in csv_cells.FORMULA_STARTS
+    )
+    + ")"
+)
 
 
 def csv_cell(expr: str) -> str:
