@@ -153,6 +153,7 @@ def test_every_answer_fits_the_documented_types(server: Server) -> None:
         "/metrics/realtime": {},
         "/metrics/goals": {"goal": "event:signup"},
         "/metrics/funnel": {"step": ["page:/a", "event:signup"]},
+        "/metrics/journeys": {"depth": "2"},
         "/metrics/revenue": {},
         "/metrics/errors": {},
         "/metrics/properties": {},

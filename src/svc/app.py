@@ -32,6 +32,7 @@ from svc.http import (
 from svc.http.accounts import ROUTES as ACCOUNT_ROUTES
 from svc.http.backup import ROUTES as BACKUP_ROUTES
 from svc.http.common import error_response, json_response
+from svc.http.dropped import ROUTES as DROPPED_ROUTES
 from svc.http.lake import ROUTES as LAKE_ROUTES
 from svc.http.logs import show_generated_admin_token
 from svc.http.mail import ROUTES as MAIL_ROUTES
@@ -83,6 +84,7 @@ def create_app(settings: Settings) -> Starlette:
         Route("/metrics/goals", metrics.get_goals, methods=["GET"]),
         Route("/metrics/values", metrics.get_values, methods=["GET"]),
         Route("/metrics/funnel", metrics.get_funnel, methods=["GET"]),
+        Route("/metrics/journeys", metrics.get_journeys, methods=["GET"]),
         Route("/metrics/revenue", metrics.get_revenue, methods=["GET"]),
         Route("/metrics/errors", metrics.get_errors, methods=["GET"]),
         Route("/metrics/properties", metrics.get_properties, methods=["GET"]),
@@ -103,6 +105,7 @@ def create_app(settings: Settings) -> Starlette:
         Route("/projects/{project_id}/keys", projects.create_key, methods=["POST"]),
         Route("/projects/{project_id}/keys/{key_id}", projects.revoke_key, methods=["DELETE"]),
         Route("/projects/{project_id}/keys/{key_id}/rotate", projects.rotate_key, methods=["POST"]),
+        *DROPPED_ROUTES,  # what the pipeline dropped, by day and reason (svc.http.dropped)
         *MAIL_ROUTES,  # report and alert subscriptions, unsubscribe, the outbox's state
         *ACCOUNT_ROUTES,  # accounts, teams, invitations, guests, transfers
         *SAVED_ROUTES,  # saved goals, funnels, segments, annotations (svc.http.saved)

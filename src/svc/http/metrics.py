@@ -26,6 +26,7 @@ from svc.queries import (
     commerce,
     compare,
     conversions,
+    journeys,
     measurements,
     properties,
     realtime,
@@ -304,6 +305,12 @@ def _breakdown(store: EventStore, project: Project, request: Request) -> dict[st
     )
 
 
+def _journeys(store: EventStore, project: Project, request: Request) -> dict[str, Any]:
+    """GET /metrics/journeys: the most common paths from (or to) a page (svc.queries.journeys)."""
+    journey = journeys.parse_journey(request.query_params)
+    return journeys.query_journeys(store, parse_scope(request, project), journey)
+
+
 def _realtime(store: EventStore, project: Project, request: Request) -> dict[str, Any]:
     return realtime.query_realtime(store, project.id, _int_param(request, "limit", 10, 1, 100))
 
@@ -403,6 +410,7 @@ get_breakdown = _endpoint(_breakdown)
 get_realtime = _endpoint(_realtime)
 get_goals = _endpoint(_goals)
 get_funnel = _endpoint(_funnel)
+get_journeys = _endpoint(_journeys)
 get_revenue = _endpoint(_revenue)
 get_errors = _endpoint(_errors)
 get_properties = _endpoint(_properties)

@@ -19,12 +19,15 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from svc import __version__
 from svc.http.accounts_doc import ACCOUNT_TYPES, account_paths
+from svc.http.dropped_doc import DROPPED_TYPES, dropped_paths
 from svc.http.mail import openapi_paths as mail_paths
 from svc.http.overview_doc import OVERVIEW_TYPES, overview_paths
 from svc.http.projects import NAME as PROJECT_NAME
 from svc.http.saved_doc import SAVED_TYPES, saved_paths
 from svc.queries.breakdown import MAX_OFFSET
 from svc.queries.filters import OPERATORS
+from svc.queries.journeys import MAX_DEPTH
+from svc.queries.journeys import MAX_LIMIT as MAX_JOURNEYS
 from svc.schema.dimensions import DIMENSIONS
 from svc.schema.measurements import BREAKDOWN_KINDS
 from svc.schema.wire import RawEvent
@@ -398,6 +401,45 @@ class Funnel(Doc):
     funnel: SavedFunnelRef | UnsetType = UNSET  # with `funnel=<id>`
 
 
+class JourneyStep(Doc):
+    page: str
+    visitors: Annotated[int, Meta(description="Visitors who reached this page along the path.")]
+    drop_off: Annotated[
+        int,
+        Meta(
+            description="Of those, visitors with no further page view in the session (for "
+            "`previous`: no earlier one, they entered here)."
+        ),
+    ]
+    drop_off_rate: str
+
+
+class JourneyPath(Doc):
+    pages: Annotated[
+        list[str], Meta(description="In time order: the anchor first (next), last (previous).")
+    ]
+    visitors: Annotated[int, Meta(description="Visitors whose walk from an anchor was this.")]
+    steps: list[JourneyStep]
+
+
+class Journeys(Doc):
+    """GET /metrics/journeys."""
+
+    page: Annotated[str | None, Meta(description="The anchor; null: the entry or exit.")]
+    direction: Literal["next", "previous"]
+    depth: int
+    visitors: Annotated[int, Meta(description="Visitors with an anchor.")]
+    drop_off: Annotated[int, Meta(description="Of those, visitors with no page beyond it.")]
+    drop_off_rate: str
+    paths: list[JourneyPath]
+    from_: date
+    to: date
+    timezone: str
+    project_id: str | UnsetType = UNSET
+    raw_data_from: RawDataFrom | UnsetType = UNSET
+    notes: Notes | UnsetType = UNSET
+
+
 class CurrencyRevenue(Doc):
     currency: str
     revenue: float
@@ -618,6 +660,7 @@ TYPES: dict[str, type[Struct]] = {
             Goals,
             Values,
             Funnel,
+            Journeys,
             Revenue,
             Errors,
             Properties,
@@ -634,6 +677,7 @@ TYPES: dict[str, type[Struct]] = {
         )
     },
     **ACCOUNT_TYPES,  # svc.http.accounts_doc
+    **DROPPED_TYPES,  # svc.http.dropped_doc
     **OVERVIEW_TYPES,  # svc.http.overview_doc
     **SAVED_TYPES,  # svc.http.saved_doc
 }
@@ -906,6 +950,36 @@ def _reports(settings: Settings, secured: list[dict[str, list[str]]]) -> dict[st
             ],
             "Funnel",
         ),
+        "/metrics/journeys": get(
+            "The most common paths within a session from (or to) a page, 1-3 pages deep",
+            [
+                *scoped,
+                _param(
+                    "page",
+                    "query",
+                    "The anchor: a path as stored (`/pricing`), at most 2,048 characters. "
+                    "Without it: each session's entry page (`next`) or exit page (`previous`).",
+                ),
+                _param("direction", "query", "next (default) or previous."),
+                _param(
+                    "depth",
+                    "query",
+                    "Pages after (before) the anchor, 1-3 (default 1).",
+                    type="integer",
+                    minimum=1,
+                    maximum=MAX_DEPTH,
+                ),
+                _param(
+                    "limit",
+                    "query",
+                    "Most paths, 1-50 (default 10).",
+                    type="integer",
+                    minimum=1,
+                    maximum=MAX_JOURNEYS,
+                ),
+            ],
+            "Journeys",
+        ),
         "/metrics/revenue": get(
             "Revenue of purchase events per currency, and top items", [*scoped, limit], "Revenue"
         ),
@@ -1161,6 +1235,7 @@ def _paths(settings: Settings) -> dict[str, Any]:
             },
         },
         **_projects(settings, secured),
+        **dropped_paths(settings, secured, (_errors, _json, _param)),  # dropped_doc
         **mail_paths(settings, secured, _errors, _param),  # svc.http.mail
         **account_paths(settings, secured, (_errors, _json, _param, _ref)),  # accounts_doc
         **saved_paths(settings, secured, (_errors, _json, _param)),  # saved_doc

@@ -33,6 +33,7 @@ RULES: dict[str, str] = {
     "GET /metrics/goals": "read",
     "GET /metrics/values": "read",
     "GET /metrics/funnel": "read",
+    "GET /metrics/journeys": "read",
     "GET /metrics/revenue": "read",
     "GET /metrics/errors": "read",
     "GET /metrics/properties": "read",
@@ -59,6 +60,7 @@ RULES: dict[str, str] = {
     "POST /projects/{project_id}/edge-secrets": "manage",
     "GET /projects/{project_id}/edge-secrets": "manage",
     "DELETE /projects/{project_id}/edge-secrets/{secret_id}": "manage",
+    "GET /projects/{project_id}/dropped": "manage",  # its samples show what options exclude
     "POST /projects/{project_id}/transfer": "owner",  # and owner of the receiving team
     "GET /projects/{project_id}/guests": "members",
     "POST /projects/{project_id}/guests": "members",
