@@ -98,10 +98,13 @@ def link_in(msg: EmailMessage) -> str:
 
 
 def browser_sign_in(page: Any, srv: Server, email: str, password: str = PASSWORD) -> str:
-    """Sign in on the dashboard's first screen; the session token it keeps."""
+    """Sign in on the dashboard's first screen; the session token it keeps, once every panel
+    has its answer (the panels' reads wait their turn behind the top figures: one still
+    waiting would meet a session a test ends next, and sign the page out before its click)."""
     page.goto(srv.url + "/")
     fill_sign_in(page, email, password)
     page.wait_for_selector(STATS)
+    page.wait_for_function("() => !document.querySelector('.skeleton, .loading')")
     token: str = page.evaluate(f"() => sessionStorage.getItem('{STORE_KEY}')")
     assert token.startswith("svc_sess_")
     return token
