@@ -132,7 +132,7 @@ def test_all_projects_view(chromium: Any, dashboard_url: str, server: Server, te
     page.goto(dashboard_url + "/")
     page.get_by_label("Secret key or admin token").fill(token)
     page.get_by_role("button", name="Sign in").click()
-    page.wait_for_selector("[data-testid=stat-visitors]:not([data-value=''])")
+    page.wait_for_selector("[data-testid=stat-visitors]:not([data-value=''])", timeout=45_000)
     # reachable from the project picker
     page.get_by_label("Project").select_option(label="All projects")
     page.wait_for_selector(ROWS)
@@ -181,7 +181,7 @@ def test_all_projects_view(chromium: Any, dashboard_url: str, server: Server, te
     else:
         pytest.fail(f"the first row's link cannot be reached by Tab (last: {focused(page)!r})")
     page.keyboard.press("Enter")  # that project's dashboard
-    page.wait_for_selector("[data-testid=stat-visitors]:not([data-value=''])")
+    page.wait_for_selector("[data-testid=stat-visitors]:not([data-value=''])", timeout=45_000)
     chosen = page.get_by_label("Project").evaluate("(s) => s.selectedOptions[0].textContent")
     assert chosen == want[0]
     page.go_back()  # and back to every project
