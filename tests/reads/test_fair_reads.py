@@ -159,3 +159,20 @@ def test_a_read_past_its_memory_is_busy_and_the_server_stays_healthy(tmp_path: P
         assert "Traceback" not in srv.log()
     finally:
         srv.stop()
+
+
+def test_a_stopped_read_leaves_nothing_for_the_next(tmp_path: Path) -> None:
+    """One read handle: a slow read whose client goes away is stopped mid-answer, and every
+    read after it (on a fresh handle) answers its own figures."""
+    srv, big, small = start(tmp_path, SVC_READ_SLOTS="1", SVC_READS_PER_PROJECT="1")
+    try:
+        for _ in range(2):
+            with pytest.raises(httpx.ReadTimeout):
+                httpx.get(srv.url + "/metrics", params=SLOW, headers=bearer(big), timeout=1.0)
+            until(lambda: reads_of(srv)["running"] == 0, timeout=60)
+            for project, views in ((small, 2), (big, 400)):
+                r = httpx.get(srv.url + "/metrics", params=LIGHT, headers=bearer(project))
+                assert r.status_code == 200 and r.json()["pageviews"] == views, r.text
+        assert "Traceback" not in srv.log()
+    finally:
+        srv.stop()

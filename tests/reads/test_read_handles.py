@@ -52,3 +52,22 @@ def test_a_handle_that_fails_to_open_is_not_counted() -> None:
     with pytest.raises(OSError):
         pool.lend()
     assert pool.lent == 0 and pool.handles() == []
+
+
+def test_a_discarded_handle_is_closed_and_replaced() -> None:
+    closed: list[Any] = []
+
+    class Handle:
+        def close(self) -> None:
+            closed.append(self)
+
+    pool = ReadHandles(1, lambda: cast(Any, Handle()))
+    first = pool.lend()
+    pool.discard(first)  # its read was stopped: what it left unread stays out of the pool
+    assert closed == [first] and pool.lent == 0 and pool.handles() == []
+    second = pool.lend()
+    assert second is not first
+    shared = ReadHandles(1, lambda: cast(Any, Handle()), own_handles=False)
+    handle = shared.lend()
+    shared.discard(handle)
+    assert handle not in closed  # a server's shared client is never closed here

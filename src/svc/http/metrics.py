@@ -125,7 +125,7 @@ async def run_read(
     read: Read,
     fn: Callable[..., T],
     *args: Any,
-    when_done: Callable[[], None] | None = None,
+    when_done: Callable[[bool], None] | None = None,
     gone: asyncio.Future[None] | None = None,
 ) -> T:
     """``fn(*args)`` in a worker thread as ``read`` (its queries tagged and bounded, see
@@ -133,15 +133,15 @@ async def run_read(
     ReadCancelled, instead of running on for nobody. When the read's time is up (and a bit:
     the store stops a query between blocks of rows, and a block can be slow), its queries are
     stopped and it raises QueryTimeout (504) at once, whatever the store is still doing.
-    ``when_done`` is called on the event loop once the worker thread has returned (not when
-    this returns: a stopped read may still be ending). ``gone``: the request's
-    :func:`watch_client`, when several reads of one request run side by side (a request's
-    ``receive`` has one waiter at a time); the caller cancels it, not this."""
+    ``when_done(failed)`` is called on the event loop once the worker thread has returned
+    (not when this returns: a stopped read may still be ending), ``failed`` when it raised.
+    ``gone``: the request's :func:`watch_client`, when several reads of one request run side
+    by side (a request's ``receive`` has one waiter at a time); the caller cancels it."""
     threads = runtime_of(request).read_threads  # one per read slot (svc.runtime)
     call: Callable[[], T] = functools.partial(contextvars.copy_context().run, read.run, fn, *args)
     work: asyncio.Future[T] = asyncio.get_running_loop().run_in_executor(threads, call)
     if when_done is not None:
-        work.add_done_callback(lambda _done: when_done())
+        work.add_done_callback(lambda done: when_done(done.cancelled() or bool(done.exception())))
     watcher = watch_client(request) if gone is None else gone
     limit = None if read.timeout_s is None else read.timeout_s + ANSWER_GRACE_S
     try:
@@ -202,8 +202,11 @@ async def admitted_read(
         ticket.release()
         raise
 
-    def done() -> None:
-        handles.give_back(handle)
+    def done(failed: bool) -> None:
+        if failed:  # stopped, timed out or refused: its query may have left rows unread
+            handles.discard(handle)
+        else:
+            handles.give_back(handle)
         ticket.release()
 
     started = time.monotonic()

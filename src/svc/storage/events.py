@@ -270,7 +270,11 @@ class EventStore:
         #: of the service's own reads: a rollup must not fail for its size).
         self.read_memory = memory_bound(settings.read_memory_limit_mb)
         #: The handles of the reads admitted by the read scheduler (svc.reads.scheduler).
-        self.read_handles = ReadHandles(settings.effective_read_slots, self._read_handle)
+        self.read_handles = ReadHandles(
+            settings.effective_read_slots,
+            self._read_handle,
+            own_handles=not settings.clickhouse_url,
+        )
 
     def note_write(self) -> None:
         """Count a write to the store that has returned: the runtime's rollup pass is skipped
@@ -719,6 +723,7 @@ class EventStore:
             if spare is None:
                 break
             spares.append(spare)
+        failed = False
         try:
             if not spares:
                 return [self._query_named(own, *st, self.read_settings) for st in statements]
@@ -729,9 +734,15 @@ class EventStore:
                 self._query_named(own, *st, self.read_settings) for st in statements[side + 1 :]
             ]
             return [*together, *rest]
+        except BaseException:
+            failed = True
+            raise
         finally:
             for spare in spares:
-                self.read_handles.give_back_spare(spare)
+                if failed:  # a query cut off may have left its rest on the handle
+                    self.read_handles.discard(spare, spare=True)
+                else:
+                    self.read_handles.give_back_spare(spare)
 
     def _together_on(
         self, clients: Sequence[Client], statements: Sequence[tuple[str, dict[str, Any]]]

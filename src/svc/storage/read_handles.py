@@ -11,12 +11,16 @@ Two sets: ``size`` handles for admitted reads (the read scheduler,
 :mod:`svc.reads.scheduler`, admits at most ``size`` reads at once, so :meth:`lend` always
 finds one), and as many spares that a read lends for a moment to run its independent
 statements side by side (:meth:`try_spare`; without one free, they run one after another on
-the read's own handle). Handles are opened when first needed. With a ClickHouse server,
-every handle is the main client, whose HTTP pool already serves calls side by side.
+the read's own handle). Handles are opened when first needed. A handle whose read failed
+(stopped, timed out, refused) is closed, not given back (:meth:`discard`): a query cut off
+mid-answer can leave its rest on the handle, and the next read would read it as its own.
+With a ClickHouse server, every handle is the main client, whose HTTP pool already serves
+calls side by side.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,12 +41,16 @@ class _Set:
 
 
 class ReadHandles:
-    def __init__(self, size: int, open_handle: Callable[[], Client]) -> None:
+    def __init__(
+        self, size: int, open_handle: Callable[[], Client], own_handles: bool = True
+    ) -> None:
         """``size`` handles for reads and as many spares, each opened by ``open_handle`` when
-        first lent."""
+        first lent; ``own_handles``: each is a handle of its own, closed when discarded
+        (False: the handles are one shared client, never closed here)."""
         if size < 1:
             raise ValueError("a read pool needs at least one handle")
         self.size = size
+        self.own_handles = own_handles
         self._open = open_handle
         self._lock = threading.Lock()
         self._reads = _Set()
@@ -92,6 +100,20 @@ class ReadHandles:
             if client not in self._all:
                 self._all.append(client)
         return client
+
+    def discard(self, client: Client, spare: bool = False) -> None:
+        """Close a lent handle instead of giving it back (a read on it failed, was stopped or
+        timed out: what its query left unread must not reach the next read); a new one is
+        opened in its place when needed."""
+        kind = self._spares if spare else self._reads
+        with self._lock:
+            kind.opened -= 1
+            self.lent -= 1
+            if client in self._all:
+                self._all.remove(client)
+        if self.own_handles:  # (a ClickHouse server's handles are its main client)
+            with contextlib.suppress(Exception):  # a broken handle: nothing more to do
+                client.close()
 
     def _put(self, kind: _Set, client: Client) -> None:
         with self._lock:
