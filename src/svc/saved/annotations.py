@@ -16,13 +16,13 @@ from datetime import UTC, date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, select, update
 
 from svc.errors import InvalidRequest
 from svc.meta import tables
 from svc.meta.store import MetaStore
 from svc.queries.dates import FIRST_DAY, LAST_DAY
-from svc.saved.common import check_fields, check_project, check_room, new_id, row_of
+from svc.saved.common import check_fields, insert_row, row_of
 from svc.timeutil import iso_ms, now_ms
 
 _t = tables.saved_annotations
@@ -147,23 +147,9 @@ def create(
 ) -> Annotation:
     """Save an annotation written by ``created_by``; 404 for an unknown project, 409 past
     the bound."""
-    values = check(body)
-    check_project(meta, project_id)
-    now = now_ms()
-    annotation_id = new_id("ann")
-    with meta.engine.begin() as conn:
-        check_room(conn, _t, project_id, "annotations")
-        conn.execute(
-            insert(_t).values(
-                id=annotation_id,
-                project_id=project_id,
-                created_by=created_by[:64],
-                created_at=now,
-                updated_at=now,
-                **values,
-            )
-        )
-        return _annotation(row_of(conn, _t, project_id, annotation_id, "annotation"))
+    values = {**check(body), "created_by": created_by[:64]}
+    row = insert_row(meta, _t, project_id, "ann", "annotation", "annotations", values)
+    return _annotation(row)
 
 
 def change(

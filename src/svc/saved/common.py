@@ -7,10 +7,11 @@ import secrets
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import Connection, Table, func, select
+from sqlalchemy import Connection, Table, func, insert, select
 
 from svc.errors import Conflict, InvalidRequest, NotFound
 from svc.meta.store import MetaStore
+from svc.timeutil import now_ms
 
 #: At most this many of each resource per project (a 409 past it).
 MAX_PER_PROJECT = 100
@@ -62,6 +63,31 @@ def row_of(conn: Connection, table: Table, project_id: str, item_id: str, what: 
     if row is None:
         raise NotFound(f"no {what} {item_id!r} in this project")
     return row
+
+
+def insert_row(
+    meta: MetaStore,
+    table: Table,
+    project_id: str,
+    prefix: str,
+    what: str,
+    plural: str,
+    values: Mapping[str, Any],
+) -> Any:
+    """Save a new row of the project in ``table`` with ``values`` (a new ``<prefix>_`` id and
+    its times) and read it back; 404 for an unknown project, 409 past
+    :data:`MAX_PER_PROJECT` (``plural`` names the rows in its message)."""
+    check_project(meta, project_id)
+    now = now_ms()
+    item_id = new_id(prefix)
+    with meta.engine.begin() as conn:
+        check_room(conn, table, project_id, plural)
+        conn.execute(
+            insert(table).values(
+                id=item_id, project_id=project_id, created_at=now, updated_at=now, **values
+            )
+        )
+        return row_of(conn, table, project_id, item_id, what)
 
 
 def json_list(text: str) -> list[str]:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, select, update
 
 from svc.errors import ApiError, InvalidRequest, NotFound
 from svc.meta import tables
@@ -20,10 +20,8 @@ from svc.queries import conversions
 from svc.saved.common import (
     check_fields,
     check_name,
-    check_project,
-    check_room,
+    insert_row,
     json_list,
-    new_id,
     row_of,
 )
 from svc.timeutil import iso_ms, now_ms
@@ -110,17 +108,7 @@ def find(meta: MetaStore, project_id: str, funnel_id: str) -> Funnel | None:
 def create(meta: MetaStore, project_id: str, body: Mapping[str, Any]) -> Funnel:
     """Save a funnel (:func:`check`); 404 for an unknown project, 409 past the bound."""
     values = check(body)
-    check_project(meta, project_id)
-    now = now_ms()
-    funnel_id = new_id("funnel")
-    with meta.engine.begin() as conn:
-        check_room(conn, _t, project_id, "funnels")
-        conn.execute(
-            insert(_t).values(
-                id=funnel_id, project_id=project_id, created_at=now, updated_at=now, **values
-            )
-        )
-        return _funnel(row_of(conn, _t, project_id, funnel_id, "funnel"))
+    return _funnel(insert_row(meta, _t, project_id, "funnel", "funnel", "funnels", values))
 
 
 def change(meta: MetaStore, project_id: str, funnel_id: str, body: Mapping[str, Any]) -> Funnel:

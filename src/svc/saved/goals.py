@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, select, update
 
 from svc.errors import InvalidRequest
 from svc.meta import tables
@@ -30,9 +30,7 @@ from svc.queries.shape import percent
 from svc.saved.common import (
     check_fields,
     check_name,
-    check_project,
-    check_room,
-    new_id,
+    insert_row,
     row_of,
 )
 from svc.schema.limits import MAX_EVENT_NAME
@@ -149,18 +147,7 @@ def list_goals(meta: MetaStore, project_id: str) -> list[Goal]:
 
 def create(meta: MetaStore, project_id: str, body: Mapping[str, Any]) -> Goal:
     """Save a goal (:func:`check`); 404 for an unknown project, 409 past the bound."""
-    values = check(body)
-    check_project(meta, project_id)
-    now = now_ms()
-    goal_id = new_id("goal")
-    with meta.engine.begin() as conn:
-        check_room(conn, _t, project_id, "goals")
-        conn.execute(
-            insert(_t).values(
-                id=goal_id, project_id=project_id, created_at=now, updated_at=now, **values
-            )
-        )
-        return _goal(row_of(conn, _t, project_id, goal_id, "goal"))
+    return _goal(insert_row(meta, _t, project_id, "goal", "goal", "goals", check(body)))
 
 
 def change(meta: MetaStore, project_id: str, goal_id: str, body: Mapping[str, Any]) -> Goal:

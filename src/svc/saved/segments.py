@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, insert, or_, select, update
+from sqlalchemy import delete, or_, select, update
 
 from svc.errors import InvalidRequest, NotFound
 from svc.meta import tables
@@ -25,10 +25,8 @@ from svc.queries.filters import MAX_FILTERS, parse_filters
 from svc.saved.common import (
     check_fields,
     check_name,
-    check_project,
-    check_room,
+    insert_row,
     json_list,
-    new_id,
     row_of,
 )
 from svc.timeutil import iso_ms, now_ms
@@ -135,22 +133,10 @@ def create(
             "a personal segment is an account's: only a signed-in person makes one",
             field="shared",
         )
-    check_project(meta, project_id)
-    now = now_ms()
-    segment_id = new_id("seg")
-    with meta.engine.begin() as conn:
-        check_room(conn, _t, project_id, "segments")
-        conn.execute(
-            insert(_t).values(
-                id=segment_id,
-                project_id=project_id,
-                owner_id=account_id,
-                created_at=now,
-                updated_at=now,
-                **values,
-            )
-        )
-        return _segment(row_of(conn, _t, project_id, segment_id, "segment"))
+    row = insert_row(
+        meta, _t, project_id, "seg", "segment", "segments", {**values, "owner_id": account_id}
+    )
+    return _segment(row)
 
 
 def change(
