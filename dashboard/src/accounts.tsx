@@ -757,7 +757,7 @@ function TransferProject(props: {
 /** A button that asks before it acts (a withdrawal cannot be undone). Pressed, it gives way
  * to the question, a confirming button (focused) and "Keep"; Escape or "Keep" cancels and
  * gives the focus back to the button. Every step works from the keyboard. */
-function ConfirmAction(props: {
+export function ConfirmAction(props: {
   label: string;
   /** The button's accessible name (the label alone is ambiguous in a list). */
   name: string;

@@ -3,6 +3,14 @@
 
 import type { JSX } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
+import {
+  AnnotationList,
+  AnnotationMarkers,
+  dayOfPoint,
+  notesByPoint,
+  notesReadout,
+  useAnnotations,
+} from "./annotations";
 import type { Params } from "./api";
 import { useData, useQuery } from "./context";
 import { dayLabel, intervalsFor, nowHourIn, timeLabel, todayIn, type Interval } from "./dates";
@@ -10,6 +18,7 @@ import { duration, num, percentValue } from "./format";
 import { setView, type Metric } from "./state";
 import { STATS } from "./stats";
 import type { Point, TimeseriesAnswer } from "./types";
+import { canEdit } from "./saved/api";
 import { Note, Skeleton, Field } from "./ui";
 
 const INTERVAL_LABELS: Record<Interval, string> = {
@@ -75,7 +84,11 @@ export function TimeAxisLabels(props: {
 }
 
 export function Chart(): JSX.Element | null {
-  const { base, interval, view, metrics, range, project } = useQuery();
+  const ctx = useQuery();
+  const { base, interval, view, metrics, range, project } = ctx;
+  const notes = useAnnotations();
+  const [noteDay, setNoteDay] = useState<string | null>(null);
+  const editable = canEdit(ctx);
   const ts = useData<TimeseriesAnswer>("/metrics/timeseries", [...base, ["interval", interval]]);
   const cmp = view.compare !== "off" ? metrics?.compare : undefined;
   const prev = useData<TimeseriesAnswer>(
@@ -139,14 +152,21 @@ export function Chart(): JSX.Element | null {
       ? dayLabel(time)
       : timeLabel(time, interval, false);
   const every = Math.max(1, Math.ceil(n / Math.max(2, Math.floor(w / 84))));
+  const marks = notesByPoint(
+    notes.items ?? [],
+    points.map((p) => p.time),
+    interval,
+    project.timezone,
+  );
 
-  const pick = (clientX: number) => {
+  const pick = (clientX: number): number | null => {
     const svg = wrap.current?.querySelector("svg");
-    if (!svg || n === 0) return;
+    if (!svg || n === 0) return null;
     const rect = svg.getBoundingClientRect();
     const px = ((clientX - rect.left) / rect.width) * width;
-    const i = n <= 1 ? 0 : Math.round(((px - pad.left) / w) * (n - 1));
-    setActive(Math.min(n - 1, Math.max(0, i)));
+    const i = Math.min(n - 1, Math.max(0, n <= 1 ? 0 : Math.round(((px - pad.left) / w) * (n - 1))));
+    setActive(i);
+    return i;
   };
 
   const onKey = (e: KeyboardEvent) => {
@@ -157,7 +177,11 @@ export function Chart(): JSX.Element | null {
     else if (e.key === "ArrowLeft") next = Math.max(0, i - 1);
     else if (e.key === "Home") next = 0;
     else if (e.key === "End") next = n - 1;
-    else if (e.key === "Escape") {
+    else if (e.key === "Enter" && editable && active !== null) {
+      e.preventDefault();
+      setNoteDay(dayOfPoint(points[active]!.time));
+      return;
+    } else if (e.key === "Escape") {
       setActive(null);
       return;
     } else return;
@@ -172,7 +196,8 @@ export function Chart(): JSX.Element | null {
       : `${timeLabel(points[a]!.time, interval, multiDay)}: ${show(a < past ? values[a]! : null, metric)} ${label.toLowerCase()}` +
         (prevPoints[a]
           ? `; comparison ${timeLabel(prevPoints[a]!.time, interval, true)}: ${show(prevValues[a]!, metric)}`
-          : "");
+          : "") +
+        notesReadout(marks.get(a));
   const total = values.reduce((s, v) => s + v, 0);
 
   return (
@@ -215,11 +240,18 @@ export function Chart(): JSX.Element | null {
             ref={wrap}
             tabIndex={0}
             role="group"
-            aria-label={`${label} over time, ${n} ${interval}s. Use the arrow keys to read each ${interval}.`}
+            aria-label={
+              `${label} over time, ${n} ${interval}s. Use the arrow keys to read each ${interval}.` +
+              (editable ? ` Enter adds a note to the ${interval} read.` : "")
+            }
             aria-describedby="chart-readout"
             onKeyDown={onKey}
             onBlur={() => setActive(null)}
             onPointerMove={(e) => pick(e.clientX)}
+            onClick={(e) => {
+              const i = editable ? pick(e.clientX) : null;
+              if (i !== null) setNoteDay(dayOfPoint(points[i]!.time));
+            }}
             onPointerLeave={() => setActive(null)}
           >
             <svg
@@ -244,6 +276,7 @@ export function Chart(): JSX.Element | null {
                 y={height - 8}
                 label={axisLabel}
               />
+              <AnnotationMarkers notes={marks} x={x} top={pad.top} bottom={pad.top + h} />
               {prevPoints.length > 0 && <path class="line compare" d={line(prevValues)} />}
               {area && <path class="area" d={area} />}
               <path class="line" d={main} />
@@ -283,6 +316,7 @@ export function Chart(): JSX.Element | null {
           </div>
         )}
       </div>
+      {ts.data && <AnnotationList notes={notes} draft={noteDay} onDraft={setNoteDay} />}
       {ts.data && (
         <details class="chart-table">
           <summary>Show as a table</summary>

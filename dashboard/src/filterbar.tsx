@@ -15,6 +15,7 @@ import {
 } from "./filters";
 import { countryName } from "./format";
 import { setView, useView } from "./state";
+import { SegmentsControl } from "./saved/segments";
 import { ValueCombobox } from "./suggest";
 import { Modal, Field } from "./ui";
 
@@ -61,6 +62,7 @@ export function FilterBar(): JSX.Element | null {
           Clear all
         </button>
       )}
+      <SegmentsControl />
       {adding && <AddFilter onClose={() => setAdding(false)} />}
     </div>
   );

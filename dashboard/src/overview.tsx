@@ -6,6 +6,13 @@
 import type { JSX } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { Api, Params } from "./api";
+import {
+  AnnotationMarkers,
+  notesByPoint,
+  ProjectNotesList,
+  useProjectsAnnotations,
+  type ProjectNote,
+} from "./annotations";
 import { TimeAxisLabels } from "./chart";
 import { useLoad } from "./context";
 import { defaultInterval, rangeLabel, rangeOf, timeLabel, type Range } from "./dates";
@@ -202,7 +209,7 @@ function ProjectsTable(props: { data: OverviewAnswer; range: Range }): JSX.Eleme
   );
 }
 
-function SummedChart(props: { data: SeriesAnswer; range: Range }): JSX.Element {
+function SummedChart(props: { data: SeriesAnswer; range: Range; notes: ProjectNote[] }): JSX.Element {
   const box = useRef<HTMLDivElement>(null);
   const [width, setWidth] = useState(800);
   useEffect(() => {
@@ -230,6 +237,12 @@ function SummedChart(props: { data: SeriesAnswer; range: Range }): JSX.Element {
   const every = Math.max(1, Math.ceil(n / Math.max(2, Math.floor(w / 84))));
   const multiDay = props.range.from !== props.range.to;
   const total = points.reduce((s, p) => s + p.visitors, 0);
+  const marks = notesByPoint(
+    props.notes,
+    points.map((p) => p.time),
+    interval,
+    "UTC",
+  );
   return (
     <>
       <div ref={box} class="chart">
@@ -255,9 +268,11 @@ function SummedChart(props: { data: SeriesAnswer; range: Range }): JSX.Element {
             y={height - 8}
             label={(t) => timeLabel(t, interval, false)}
           />
+          <AnnotationMarkers notes={marks} x={x} top={pad.top} bottom={pad.top + h} />
           <path class="line" d={d} />
         </svg>
       </div>
+      <ProjectNotesList notes={props.notes} range={props.range} />
       <details class="chart-table">
         <summary>Show as a table</summary>
         <div class="table-wrap">
@@ -314,6 +329,7 @@ export function Overview(props: {
     ...params,
     ["interval", interval],
   ]);
+  const notes = useProjectsAnnotations(props.api, series.data?.projects ?? [], range);
   useEffect(() => {
     document.title = "All projects · svc";
   }, []);
@@ -355,7 +371,7 @@ export function Overview(props: {
           ) : !series.data ? (
             <Skeleton rows={4} />
           ) : (
-            <SummedChart data={series.data} range={range} />
+            <SummedChart data={series.data} range={range} notes={notes} />
           )}
         </section>
       </main>

@@ -18,6 +18,9 @@ import type {
   RevenueAnswer,
 } from "./types";
 import { Note, RowChange, Skeleton, Field } from "./ui";
+import { useSaved, useVersion, type SavedFunnel } from "./saved/api";
+import { FunnelsScreen, stepLabel } from "./saved/funnels";
+import { GoalsScreen } from "./saved/goals";
 
 function rate(v: string | number): string {
   return typeof v === "string" ? v : pct(v);
@@ -269,10 +272,23 @@ function GoalEditor(props: { goals: string[]; onDone: () => void }): JSX.Element
 }
 
 export function GoalsPanel(): JSX.Element | null {
-  const { base } = useQuery();
+  const { base, project } = useQuery();
   const view = useView();
   const [editing, setEditing] = useState(false);
-  const events = useData<BreakdownAnswer>(view.goals.length ? null : "/metrics/breakdown", [
+  const [managing, setManaging] = useState(false);
+  const adhoc = view.goals.length > 0;
+  // Without goals in the address: the project's saved goals; none saved, its custom events.
+  const version = useVersion(project.id, "goals");
+  const saved = useData<GoalsAnswer>(adhoc ? null : "/metrics/goals", base, `v${version}`);
+  const savedGoals = saved.data?.saved ? saved.data.goals : [];
+  const mode = adhoc
+    ? "adhoc"
+    : savedGoals.length > 0
+      ? "saved"
+      : saved.data || (saved.error && !saved.error.missing)
+        ? "auto"
+        : "loading";
+  const events = useData<BreakdownAnswer>(mode === "auto" ? "/metrics/breakdown" : null, [
     ...base,
     ["by", "event"],
     ["limit", "11"],
@@ -282,26 +298,45 @@ export function GoalsPanel(): JSX.Element | null {
     .filter((r) => r.value !== "page_view" && r.value !== "exception")
     .slice(0, 5)
     .map((r) => `event:${r.value}`);
-  const goals = view.goals.length ? view.goals : auto;
+  const goals = adhoc ? view.goals : mode === "auto" ? auto : [];
   const params: Params = [...base, ...goals.map((g) => ["goal", g] as [string, string])];
-  const data = useData<GoalsAnswer>(goals.length ? "/metrics/goals" : null, params);
-  const hidden = useHidden(data.error);
+  const listed = useData<GoalsAnswer>(goals.length ? "/metrics/goals" : null, params);
+  const data = mode === "saved" ? saved : listed;
+  const hidden = useHidden(listed.error, saved.error);
   if (hidden) return null;
   return (
     <Report
       id="goals"
       title="Goals"
       actions={
-        <button type="button" class="link small" aria-expanded={editing} onClick={() => setEditing(!editing)}>
-          {editing ? "Close" : "Edit goals"}
-        </button>
+        <span class="head-actions">
+          <button
+            type="button"
+            class="link small"
+            data-testid="manage-goals"
+            onClick={() => setManaging(true)}
+          >
+            Saved goals
+          </button>
+          <button
+            type="button"
+            class="link small"
+            aria-expanded={editing}
+            onClick={() => setEditing(!editing)}
+          >
+            {editing ? "Close" : "Edit goals"}
+          </button>
+        </span>
       }
     >
+      {managing && <GoalsScreen onClose={() => setManaging(false)} />}
       {editing ? (
         <GoalEditor goals={goals} onDone={() => setEditing(false)} />
-      ) : goals.length === 0 ? (
+      ) : mode === "loading" ? (
+        <Skeleton />
+      ) : goals.length === 0 && mode !== "saved" ? (
         events.data || events.error ? (
-          <Note>No goals yet: add an event or a page as a goal with “Edit goals”.</Note>
+          <Note>No goals yet: save goals with “Saved goals”, or try some with “Edit goals”.</Note>
         ) : (
           <Skeleton />
         )
@@ -309,12 +344,22 @@ export function GoalsPanel(): JSX.Element | null {
         <Body data={data} empty={(d) => d.goals.length === 0}>
           {(d) => (
             <>
-              {!view.goals.length && <p class="hint">Your custom events; choose goals with “Edit goals”.</p>}
+              {mode === "auto" && (
+                <p class="hint">Your custom events; save the goals to follow with “Saved goals”.</p>
+              )}
+              {mode === "adhoc" && (
+                <p class="hint">
+                  Goals from this page's address.{" "}
+                  <button type="button" class="link small" onClick={() => setView({ goals: [] })}>
+                    Show the saved goals
+                  </button>
+                </p>
+              )}
               <SimpleRows
                 head={["Goal", "Uniques", "Total", "Conversion"]}
                 rows={d.goals.map((g) => ({
-                  key: g.goal,
-                  label: goalLabel(g.goal),
+                  key: g.id ?? g.goal,
+                  label: g.name ?? goalLabel(g.goal),
                   nums: [num(g.visitors), num(g.events), rate(g.conversionRate)],
                   bar: g.visitors,
                   filter: goalFilter(g.goal),
@@ -358,6 +403,7 @@ function FunnelEditor(props: { steps: string[]; window: string; onDone: () => vo
         setView({
           steps: valid.map((s) => `${s.kind}:${s.value.trim()}`),
           window: win === "1800" ? "" : win,
+          funnel: "",
         });
         props.onDone();
       }}
@@ -435,15 +481,52 @@ function FunnelEditor(props: { steps: string[]; window: string; onDone: () => vo
   );
 }
 
+/** The funnel panel's choice: the funnel of the address (ad hoc) or a saved one. */
+function FunnelPick(): JSX.Element | null {
+  const { api, project } = useQuery();
+  const view = useView();
+  const funnels = useSaved<SavedFunnel>(api, project.id, "funnels");
+  const list = funnels.items ?? [];
+  if (list.length === 0 && !view.funnel) return null;
+  return (
+    <Field class="inline funnel-pick" label="Funnel">
+      {(id) => (
+        <>
+          <select
+            id={id}
+            value={view.funnel}
+            onChange={(e) => setView({ funnel: (e.target as HTMLSelectElement).value })}
+          >
+            <option value="">{view.steps.length >= 2 ? "This page's steps" : "Choose…"}</option>
+            {list.map((f) => (
+              <option key={f.id} value={f.id}>
+                {f.name}
+              </option>
+            ))}
+            {view.funnel && funnels.items && !list.some((f) => f.id === view.funnel) && (
+              <option value={view.funnel}>(deleted funnel)</option>
+            )}
+          </select>
+        </>
+      )}
+    </Field>
+  );
+}
+
 export function FunnelPanel(): JSX.Element | null {
-  const { base } = useQuery();
+  const { base, project } = useQuery();
   const view = useView();
   const [editing, setEditing] = useState(false);
+  const [managing, setManaging] = useState(false);
+  const version = useVersion(project.id, "funnels");
   const steps = view.steps;
-  const params: Params = [...base, ...steps.map((s) => ["step", s] as [string, string])];
-  if (view.window) params.push(["window", view.window]);
-  const ready = steps.length >= 2;
-  const data = useData<FunnelAnswer>(ready ? "/metrics/funnel" : null, params);
+  const chosen = view.funnel;
+  const params: Params = chosen
+    ? [...base, ["funnel", chosen]]
+    : [...base, ...steps.map((s) => ["step", s] as [string, string])];
+  if (view.window && !chosen) params.push(["window", view.window]);
+  const ready = !!chosen || steps.length >= 2;
+  const data = useData<FunnelAnswer>(ready ? "/metrics/funnel" : null, params, `v${version}`);
   // A suggestion from the top pages and custom events (the same requests as their panels).
   const pages = useData<BreakdownAnswer>(ready ? null : "/metrics/breakdown", [
     ...base,
@@ -457,7 +540,8 @@ export function FunnelPanel(): JSX.Element | null {
     ["limit", "11"],
     ["order", "-visitors"],
   ]);
-  const hidden = useHidden(data.error);
+  // A saved funnel that is gone answers 404: said in the panel, which stays.
+  const hidden = useHidden(chosen ? null : data.error);
   if (hidden) return null;
   const suggestion = [
     ...(pages.data?.rows ?? []).slice(0, 2).map((r) => `page:${r.value}`),
@@ -472,38 +556,63 @@ export function FunnelPanel(): JSX.Element | null {
       id="funnel"
       title="Funnel"
       actions={
-        <button type="button" class="link small" aria-expanded={editing} onClick={() => setEditing(!editing)}>
-          {editing ? "Close" : ready ? "Edit funnel" : "Set up"}
-        </button>
+        <span class="head-actions">
+          <button
+            type="button"
+            class="link small"
+            data-testid="manage-funnels"
+            onClick={() => setManaging(true)}
+          >
+            Saved funnels
+          </button>
+          <button
+            type="button"
+            class="link small"
+            aria-expanded={editing}
+            onClick={() => setEditing(!editing)}
+          >
+            {editing ? "Close" : steps.length >= 2 && !chosen ? "Edit funnel" : "Set up"}
+          </button>
+        </span>
       }
     >
+      {managing && (
+        <FunnelsScreen steps={chosen ? [] : steps} window={view.window} onClose={() => setManaging(false)} />
+      )}
+      <FunnelPick />
       {editing ? (
-        <FunnelEditor steps={steps} window={view.window} onDone={() => setEditing(false)} />
+        <FunnelEditor
+          steps={chosen ? (data.data?.steps.map((s) => s.step) ?? []) : steps}
+          window={view.window}
+          onDone={() => setEditing(false)}
+        />
       ) : !ready ? (
         <>
           <Note>
             Follow visitors through steps, for example the home page, then the pricing page, then a signup
-            event. Choose the steps with “Set up”.
+            event. Choose the steps with “Set up”, or save funnels for the team with “Saved funnels”.
           </Note>
           {suggestion.length >= 2 && (
             <p class="hint">
-              <button type="button" class="link" onClick={() => setView({ steps: suggestion })}>
+              <button type="button" class="link" onClick={() => setView({ steps: suggestion, funnel: "" })}>
                 Try {suggestion.map(goalLabel).join(" → ")}
               </button>
             </p>
           )}
         </>
+      ) : chosen && data.error?.missing ? (
+        <Note>This saved funnel does not exist any more: choose another.</Note>
       ) : (
         <Body data={data} empty={(d) => d.steps.length === 0}>
           {(d) => (
-            <ol class="funnel">
+            <ol class="funnel" data-funnel={d.funnel?.id ?? ""}>
               {d.steps.map((s, i) => {
                 const w = first ? (s.visitors / first) * 100 : 0;
                 return (
                   <li key={i}>
                     <div class="funnel-label">
                       <span class="step-no">{i + 1}</span>
-                      <span class="label">{goalLabel(s.step)}</span>
+                      <span class="label">{stepLabel(s.step)}</span>
                       <span class="num">{exactNum(s.visitors)} visitors</span>
                     </div>
                     <div class="funnel-track" aria-hidden="true">

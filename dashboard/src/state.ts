@@ -21,6 +21,10 @@ export interface View {
   goals: string[];
   steps: string[];
   window: string;
+  /** A saved funnel's id (issue 41): the funnel panel reads it instead of `steps`. */
+  funnel: string;
+  /** The saved segment whose filters are applied (issue 41), if any. */
+  segment: string;
   tabs: Record<string, string>;
   prop: string;
 }
@@ -56,6 +60,8 @@ export function readView(search: string = location.search): View {
     goals: q.getAll("goal").filter((g) => /^(event|page):./.test(g)),
     steps: q.getAll("step").filter((g) => /^(event|page):./.test(g)),
     window: /^\d+$/.test(q.get("window") ?? "") ? (q.get("window") as string) : "",
+    funnel: q.get("funnel") ?? "",
+    segment: q.get("segment") ?? "",
     tabs,
     prop: q.get("prop") ?? "",
   };
@@ -76,6 +82,8 @@ export function writeView(v: View): string {
   for (const g of v.goals) q.append("goal", g);
   for (const s of v.steps) q.append("step", s);
   if (v.window) q.set("window", v.window);
+  if (v.funnel) q.set("funnel", v.funnel);
+  if (v.segment) q.set("segment", v.segment);
   for (const p of PANELS) if (v.tabs[p]) q.set(p, v.tabs[p]);
   if (v.prop) q.set("prop", v.prop);
   const s = q.toString();

@@ -77,7 +77,17 @@ export interface RealtimeAnswer {
 }
 
 export interface GoalsAnswer {
-  goals: { goal: string; visitors: number; events: number; conversionRate: string | number }[];
+  goals: {
+    goal: string;
+    visitors: number;
+    events: number;
+    conversionRate: string | number;
+    /** A saved goal's (GET /metrics/goals without `goal`). */
+    id?: string;
+    name?: string;
+  }[];
+  /** Without `goal`: the project's saved goals were read. */
+  saved?: boolean;
 }
 
 export interface FunnelAnswer {
@@ -87,6 +97,8 @@ export interface FunnelAnswer {
     conversionRate: string | number;
     dropOff: number | string;
   }[];
+  /** Read with `funnel=<id>`: the saved funnel. */
+  funnel?: { id: string; name: string };
 }
 
 export interface RevenueAnswer {

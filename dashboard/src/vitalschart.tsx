@@ -4,7 +4,9 @@
 
 import type { JSX } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
+import { AnnotationMarkers, notesByPoint, useAnnotations } from "./annotations";
 import { TimeAxisLabels } from "./chart";
+import { useQuery } from "./context";
 import { timeLabel } from "./dates";
 import { duration, num } from "./format";
 import { Tabs } from "./ui";
@@ -78,6 +80,8 @@ export function VitalsChart(props: {
   compare?: VitalsPoint[] | undefined;
 }): JSX.Element {
   const [chosen, setChosen] = useState<VitalName>("lcp");
+  const { project } = useQuery();
+  const notes = useAnnotations();
   const box = useRef<HTMLDivElement>(null);
   const [width, setWidth] = useState(480);
   useEffect(() => {
@@ -107,6 +111,12 @@ export function VitalsChart(props: {
   const line = path(values, x, y);
   const prevLine = path(prevValues, x, y);
   const every = Math.max(1, Math.ceil(n / Math.max(2, Math.floor(w / 90))));
+  const marks = notesByPoint(
+    notes.items ?? [],
+    points.map((p) => p.time),
+    interval,
+    project.timezone,
+  );
   const left = pad.left;
   const right = width - pad.right;
   const bands: [string, number, number][] = [
@@ -167,6 +177,7 @@ export function VitalsChart(props: {
           <text class="axis" x={left - 6} y={y(0) + 4} text-anchor="end">
             0
           </text>
+          <AnnotationMarkers notes={marks} x={x} top={pad.top} bottom={pad.top + h} />
           <TimeAxisLabels
             times={points.map((p) => p.time)}
             every={every}
