@@ -188,10 +188,12 @@ def test_saved_goals_and_funnels_screens_and_panels(
     screen.get_by_text("No saved goals yet.").wait_for()
     assert axe_serious(page, "dialog") == []
     form = screen.get_by_test_id("goal-form")
-    for name, kind, target, prop in (
-        ("Signups", "event", "signup", None),
-        ("Pro signups", "event", "signup", ("plan", "pro")),
-        ("Pricing", "page", "/pricing*", None),
+    for i, (name, kind, target, prop) in enumerate(
+        [
+            ("Signups", "event", "signup", None),
+            ("Pro signups", "event", "signup", ("plan", "pro")),
+            ("Pricing", "page", "/pricing*", None),
+        ]
     ):
         form.get_by_label("Goal name").fill(name)
         form.get_by_label("Kind").select_option(kind)
@@ -200,7 +202,8 @@ def test_saved_goals_and_funnels_screens_and_panels(
             form.get_by_label("Property", exact=True).fill(prop[0])
             form.get_by_label("Value", exact=True).fill(prop[1])
         form.get_by_role("button", name="Add goal").click()
-        screen.locator(f"li[data-goal='{kind}:{target}']").first.wait_for()
+        eventually(lambda: screen.locator("li[data-goal]").count(), i + 1)
+        eventually(lambda: form.get_by_label("Goal name").input_value(), "")  # the form is empty
     assert "(plan = pro)" in screen.locator("li", has_text="Pro signups").inner_text()
     # a bad one: the API's message, naming the field
     form.get_by_label("Goal name").fill("Bad")
@@ -252,6 +255,7 @@ def test_saved_goals_and_funnels_screens_and_panels(
     form.get_by_role("button", name="Add funnel").click()
     made = screen.locator("li[data-funnel]")
     made.wait_for()
+    eventually(lambda: form.get_by_label("Funnel name").input_value(), "")
     assert "Visit / or Visit /docs* → Visit /pricing → signup · within 1 day" in made.inner_text()
     # a step the API refuses: its message
     form.get_by_label("Funnel name").fill("Broken")
@@ -294,6 +298,21 @@ def test_saved_goals_and_funnels_screens_and_panels(
     screen.get_by_text("No saved funnels yet.").wait_for()
     page.keyboard.press("Escape")
     funnel.get_by_text("does not exist any more").wait_for()
+
+    # the goals screen with its forms at 375 px, in the dark: nothing overflows, axe is content
+    page.set_viewport_size(NARROW)
+    page.emulate_media(color_scheme="dark")
+    goals.get_by_role("button", name="Saved goals").click()
+    screen = page.get_by_test_id("goals-screen")
+    screen.get_by_role("button", name="Edit goal Pro signups").click()
+    page.locator("li.editing").get_by_label("Property", exact=True).wait_for()
+    wide = page.evaluate(
+        """() => [...document.querySelectorAll('dialog *')]
+            .filter((e) => e.getBoundingClientRect().right > innerWidth + 1).length"""
+    )
+    assert wide == 0
+    assert axe_serious(page, "dialog") == []
+    shoot(page, "saved-goals-375-dark", full_page=False)
 
 
 # --- segments and annotations -------------------------------------------------------------------
@@ -390,7 +409,8 @@ def test_segments_and_notes_from_the_chart(open_as: Any, server: Server, site: S
     notes.get_by_role("button", name="Delete", exact=True).click()
     eventually(lambda: notes.locator("li[data-day]").count(), 1)
     eventually(lambda: markers.count(), 1)
-    shoot(page, "saved-owner-1440")
+    page.locator(".chart-card").scroll_into_view_if_needed()
+    shoot(page, "saved-owner-1440", full_page=False)
 
     # the "All projects" chart draws every project's notes, with the project's name
     page.goto(page.url.split("?")[0] + "?project=all&period=7d")

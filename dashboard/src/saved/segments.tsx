@@ -6,6 +6,7 @@ import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { ConfirmAction } from "../accounts";
 import { useQuery } from "../context";
+import { valueLabel } from "../filterbar";
 import { dimensionLabel, OP_LABELS, parseFilter } from "../filters";
 import { setView, useView } from "../state";
 import { Modal, Note, Field } from "../ui";
@@ -15,12 +16,13 @@ function same(a: string[], b: string[]): boolean {
   return a.length === b.length && [...a].sort().join("\n") === [...b].sort().join("\n");
 }
 
-/** A segment's filters in words: "Device is mobile, Country is DE". */
+/** A segment's filters in words, as the filter bar's chips: "Device is Mobile, Country is
+ * Germany". */
 export function filtersText(filters: string[]): string {
   return filters
     .map((s) => {
       const f = parseFilter(s);
-      return f ? `${dimensionLabel(f.dim)} ${OP_LABELS[f.op]} ${f.value}` : s;
+      return f ? `${dimensionLabel(f.dim)} ${OP_LABELS[f.op]} ${valueLabel(f.dim, f.value)}` : s;
     })
     .join(", ");
 }
