@@ -264,6 +264,7 @@ def test_saved_goals_and_funnels_screens_and_panels(
     form.get_by_role("button", name="Add funnel").click()
     assert "steps" in screen.get_by_role("alert").inner_text()
     assert axe_serious(page, "dialog") == []
+    shoot(page, "saved-funnels-1440", full_page=False)
     page.keyboard.press("Escape")
     saved = api(server, site.owner, f"/projects/{site.id}/funnels", [])["funnels"]
     assert [(f["name"], f["window"]) for f in saved] == [("Signup path", 86400)]

@@ -192,7 +192,7 @@ export function GoalsScreen(props: { onClose: () => void }): JSX.Element {
     }
   };
   return (
-    <Modal title="Saved goals" onClose={props.onClose} wide>
+    <Modal title="Saved goals" onClose={props.onClose}>
       <div data-testid="goals-screen" class="stack">
         <p class="help">
           The goals panel counts these goals' visitors and conversion rates over the chosen range and filters

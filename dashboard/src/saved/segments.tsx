@@ -237,7 +237,7 @@ export function SegmentsScreen(props: { onClose: () => void }): JSX.Element {
   };
   const list = segments.items ?? [];
   return (
-    <Modal title="Segments" onClose={props.onClose} wide>
+    <Modal title="Segments" onClose={props.onClose}>
       <div class="stack" data-testid="segments-screen">
         <p class="help">
           A segment is a saved set of filters: personal (yours alone) or shared with everyone who reads this
