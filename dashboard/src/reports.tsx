@@ -67,6 +67,8 @@ export function SimpleRows(props: {
     nums: string[];
     bar: number;
     filter: Filter | null;
+    /** More filters the row's click adds with `filter` (a saved goal's property match). */
+    also?: Filter[];
     change?: number | null | undefined;
   }[];
   change?: { upIsBad?: boolean } | undefined;
@@ -96,7 +98,10 @@ export function SimpleRows(props: {
               data-value={r.key}
               disabled={!r.filter}
               aria-describedby={r.filter ? hint : undefined}
-              onClick={() => r.filter && setView({ filters: withFilter(view.filters, r.filter) })}
+              onClick={() =>
+                r.filter &&
+                setView({ filters: [r.filter, ...(r.also ?? [])].reduce(withFilter, view.filters) })
+              }
             >
               <span class="cell">
                 <span class="bar" style={{ width: `${Math.max(1, (r.bar / max) * 100).toFixed(1)}%` }} />
@@ -363,6 +368,9 @@ export function GoalsPanel(): JSX.Element | null {
                   nums: [num(g.visitors), num(g.events), rate(g.conversionRate)],
                   bar: g.visitors,
                   filter: goalFilter(g.goal),
+                  also: g.property
+                    ? [{ dim: `prop:${g.property.key}`, op: "is", value: g.property.value }]
+                    : [],
                 }))}
               />
             </>

@@ -85,6 +85,7 @@ export interface GoalsAnswer {
     /** A saved goal's (GET /metrics/goals without `goal`). */
     id?: string;
     name?: string;
+    property?: { key: string; value: string };
   }[];
   /** Without `goal`: the project's saved goals were read. */
   saved?: boolean;

@@ -231,6 +231,11 @@ def test_saved_goals_and_funnels_screens_and_panels(
     ]
     assert body["goals"][1]["visitors"] > 0
     eventually(lambda: goal_rows(page), shown_goals(body))
+    # a goal with a property match filters by both; Back undoes it
+    page.locator("[data-panel=goals] button.row").first.click()
+    eventually(lambda: query_of(page).get("filter"), ["event:is:signup", "prop:plan:is:pro"])
+    page.go_back()
+    eventually(lambda: query_of(page).get("filter"), None)
     # a filter narrows them as it narrows the API's
     page.locator("[data-panel=goals] button.row").last.click()
     eventually(lambda: query_of(page).get("filter"), ["page:matches:^/pricing.*$"])
