@@ -236,7 +236,7 @@ export function Chart(): JSX.Element | null {
           <Skeleton rows={4} />
         ) : (
           <div
-            class="chart"
+            class={editable ? "chart notable" : "chart"}
             ref={wrap}
             tabIndex={0}
             role="group"
