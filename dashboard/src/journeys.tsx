@@ -182,9 +182,9 @@ function Paths(props: { answer: JourneysAnswer }): JSX.Element {
                   {pageName(s.page)}
                 </span>
                 <span class="journey-figures">
-                  <span data-testid="step-visitors">{exactNum(s.visitors)}</span> visitors ·{" "}
-                  <span data-testid="step-drop">{exactNum(s.dropOff)}</span> {next ? "left" : "entered"} (
-                  {s.dropOffRate})
+                  <span data-testid="step-visitors">{exactNum(s.visitors)}</span> visitor
+                  {s.visitors === 1 ? "" : "s"} · <span data-testid="step-drop">{exactNum(s.dropOff)}</span>{" "}
+                  {next ? "left" : "entered"} ({s.dropOffRate})
                 </span>
               </li>
             ))}

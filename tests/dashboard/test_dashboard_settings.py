@@ -25,7 +25,8 @@ import httpx
 import pytest
 
 from tests.accounts.conftest import PASSWORD, invite_and_accept
-from tests.dashboard.test_dashboard_accounts import axe_serious, new_page
+from tests.dashboard.conftest import SCREENSHOTS
+from tests.dashboard.test_dashboard_accounts import axe_serious, focused, new_page
 from tests.dashboard.test_dashboard_accounts_mail import api_sign_in
 from tests.dashboard.test_dashboard_browser import api, eventually, last_7_days, shoot
 from tests.support import BROWSER_UA, Server
@@ -268,6 +269,8 @@ def test_journeys_dropped_and_what_read_wrong(
     assert "Excluded path" in private and "/private/report" in private
     assert axe_serious(page, "[data-panel=dropped]") == []
     shoot(page, "project-screens-desktop")
+    panel.get_by_role("tab", name="Paths").click()
+    panel.screenshot(path=str(SCREENSHOTS / "journeys.png"))
 
     # revenue: the item's name, one row per currency, the currency a column
     items = page.locator("[data-panel=revenue] button.row")
@@ -323,7 +326,7 @@ def test_journeys_dropped_and_what_read_wrong(
     shoot(page, "project-screens-phone")
 
 
-def test_a_viewer_sees_no_settings_and_a_secret_key_may_not_delete(
+def test_a_viewer_sees_no_settings_a_secret_key_may_not_delete_the_admin_sets_retention(
     opened: Any, dashboard_url: str, server: Server, world: World
 ) -> None:
     page = opened(dashboard_url, world.viewer, f"?project={world.project_id}&period=7d")
@@ -348,6 +351,25 @@ def test_a_viewer_sees_no_settings_and_a_secret_key_may_not_delete(
     own = dialog.get_by_test_id("keys").locator("tr", has_text="this page's key")
     eventually(lambda: own.count(), 1)
     assert axe_serious(page, "dialog") == []
+
+    # the admin token sets the retention (and clears it back to the service's default)
+    page = opened(dashboard_url, server.admin_token, f"?project={world.project_id}&period=7d")
+    page.get_by_role("button", name="Settings").click()
+    dialog = page.get_by_test_id("settings")
+
+    def retention() -> tuple[Any, Any]:
+        r = call(server, "GET", f"/projects/{world.project_id}", server.admin_token)
+        options = r.json()["options"]
+        return options.get("retentionMonths"), options.get("rollupRetentionMonths")
+
+    for raw, rolled, want in (("3", "6", (3, 6)), ("", "", (None, None))):
+        dialog.get_by_label("Raw events (months)").fill(raw)
+        dialog.get_by_label("Daily rollups (months)").fill(rolled)
+        dialog.get_by_role("button", name="Save retention").click()
+        eventually(retention, want)
+    assert axe_serious(page, "dialog") == []
+    dialog.get_by_role("tab", name="Delete").click()
+    assert dialog.get_by_role("button", name="Delete this project").is_disabled()
 
 
 def test_an_owner_changes_the_settings(
@@ -429,8 +451,11 @@ def test_an_owner_changes_the_settings(
     made = listed.first.inner_text()
     assert re.search(r"made [A-Z][a-z]{2} \d{1,2}, \d{4}, \d{2}:\d{2}, last used", made), made
     assert axe_serious(page, "dialog") == []
-    listed.first.get_by_role("button", name=re.compile("^Revoke share link")).click()
-    listed.first.get_by_role("button", name="Yes, revoke").click()
+    # from the keyboard: the question takes the focus
+    listed.first.get_by_role("button", name=re.compile("^Revoke share link")).focus()
+    page.keyboard.press("Enter")
+    eventually(lambda: focused(page), "Yes, revoke")
+    page.keyboard.press("Enter")
     eventually(lambda: listed.count(), 0)
     eventually(lambda: call(server, "GET", "/metrics", token, params=dict(week())).status_code, 401)
     page.keyboard.press("Escape")

@@ -95,12 +95,26 @@ function ShownOnce(props: { label: string; value: string; testId: string; note?:
   );
 }
 
-/** A button that asks "Sure?" (Yes / No) before it acts. */
+/** A button that asks "Sure?" (Yes / No) before it acts; the focus follows the question (to
+ * its Yes) and comes back to the button on No. */
 function Confirmed(props: { label: string; name: string; question: string; onYes: () => void }): JSX.Element {
   const [asking, setAsking] = useState(false);
+  const [back, setBack] = useState(false);
+  const yes = useRef<HTMLButtonElement>(null);
+  const button = useRef<HTMLButtonElement>(null);
+  useEffect(() => {
+    if (asking) yes.current?.focus();
+    else if (back) button.current?.focus();
+  }, [asking]);
   if (!asking) {
     return (
-      <button type="button" class="danger small" aria-label={props.name} onClick={() => setAsking(true)}>
+      <button
+        type="button"
+        ref={button}
+        class="danger small"
+        aria-label={props.name}
+        onClick={() => setAsking(true)}
+      >
         {props.label}
       </button>
     );
@@ -110,6 +124,7 @@ function Confirmed(props: { label: string; name: string; question: string; onYes
       <span>{props.question}</span>
       <button
         type="button"
+        ref={yes}
         class="danger small"
         onClick={() => {
           setAsking(false);
@@ -118,7 +133,14 @@ function Confirmed(props: { label: string; name: string; question: string; onYes
       >
         Yes, {props.label.toLowerCase()}
       </button>
-      <button type="button" class="small" onClick={() => setAsking(false)}>
+      <button
+        type="button"
+        class="small"
+        onClick={() => {
+          setBack(true);
+          setAsking(false);
+        }}
+      >
         No
       </button>
     </span>
