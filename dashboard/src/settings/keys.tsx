@@ -217,70 +217,72 @@ export function KeysSection(props: { path: string }): JSX.Element {
       ) : keys.length === 0 ? (
         <Note>None: this project cannot receive events until it has a public or secret key.</Note>
       ) : (
-        <table class="details keys" data-testid="keys">
-          <thead>
-            <tr>
-              <th scope="col">Key</th>
-              <th scope="col">Kind</th>
-              <th scope="col">Made</th>
-              <th scope="col">Last used</th>
-              <th scope="col">
-                <span class="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {keys.map((k) => {
-              const own = isOwn(api, k);
-              const name = k.hint || k.id;
-              return (
-                <tr key={k.id} data-key={k.id}>
-                  <th scope="row">
-                    <code>{name}</code>
-                    {own && <span class="muted"> (this page's key)</span>}
-                  </th>
-                  <td>{KIND_LABELS[k.kind] ?? k.kind}</td>
-                  <td>{when(k.createdAt, project.timezone)}</td>
-                  <td>{when(k.lastUsedAt, project.timezone)}</td>
-                  <td class="key-actions">
-                    <Confirmed
-                      label="Rotate"
-                      name={`Rotate key ${name}`}
-                      question={
-                        own
-                          ? "Replace the key you are signed in with? This page signs out."
-                          : "Replace it with a new key? It stops working at once."
-                      }
-                      onYes={() =>
-                        void act(
-                          () =>
-                            api.send<KeyRecord>(
-                              "POST",
-                              `${props.path}/keys/${encodeURIComponent(k.id)}/rotate`,
-                            ),
-                          own,
-                        )
-                      }
-                    />
-                    <Confirmed
-                      label="Revoke"
-                      name={`Revoke key ${name}`}
-                      question={
-                        own ? "Revoke the key you are signed in with? This page signs out." : "Revoke it?"
-                      }
-                      onYes={() =>
-                        void act(async () => {
-                          await api.send("DELETE", `${props.path}/keys/${encodeURIComponent(k.id)}`);
-                          return null;
-                        }, own)
-                      }
-                    />
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
+        <div class="table-wrap" tabIndex={0} role="region" aria-label="Active keys">
+          <table class="details keys" data-testid="keys">
+            <thead>
+              <tr>
+                <th scope="col">Key</th>
+                <th scope="col">Kind</th>
+                <th scope="col">Made</th>
+                <th scope="col">Last used</th>
+                <th scope="col">
+                  <span class="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {keys.map((k) => {
+                const own = isOwn(api, k);
+                const name = k.hint || k.id;
+                return (
+                  <tr key={k.id} data-key={k.id}>
+                    <th scope="row">
+                      <code>{name}</code>
+                      {own && <span class="muted"> (this page's key)</span>}
+                    </th>
+                    <td>{KIND_LABELS[k.kind] ?? k.kind}</td>
+                    <td>{when(k.createdAt, project.timezone)}</td>
+                    <td>{when(k.lastUsedAt, project.timezone)}</td>
+                    <td class="key-actions">
+                      <Confirmed
+                        label="Rotate"
+                        name={`Rotate key ${name}`}
+                        question={
+                          own
+                            ? "Replace the key you are signed in with? This page signs out."
+                            : "Replace it with a new key? It stops working at once."
+                        }
+                        onYes={() =>
+                          void act(
+                            () =>
+                              api.send<KeyRecord>(
+                                "POST",
+                                `${props.path}/keys/${encodeURIComponent(k.id)}/rotate`,
+                              ),
+                            own,
+                          )
+                        }
+                      />
+                      <Confirmed
+                        label="Revoke"
+                        name={`Revoke key ${name}`}
+                        question={
+                          own ? "Revoke the key you are signed in with? This page signs out." : "Revoke it?"
+                        }
+                        onYes={() =>
+                          void act(async () => {
+                            await api.send("DELETE", `${props.path}/keys/${encodeURIComponent(k.id)}`);
+                            return null;
+                          }, own)
+                        }
+                      />
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
       )}
     </div>
   );
