@@ -38,6 +38,8 @@ export interface JourneysAnswer {
 
 /** The choice of "from the entry" (or "back from the exit") in the page picker. */
 const ENDS = "";
+/** The choice of a page typed by hand (no path holds a NUL). */
+const OTHER = "\u0000other";
 
 function pageName(page: string): string {
   return page === "" ? "(no path)" : page;
@@ -49,6 +51,8 @@ export function JourneysPanel(): JSX.Element | null {
   const [direction, setDirection] = useState<"next" | "previous">("next");
   const [depth, setDepth] = useState("2");
   const [shape, setShape] = useState("paths");
+  const [typing, setTyping] = useState(false);
+  const [typed, setTyped] = useState("");
   // the same request as the Pages panel's top pages (one answer for both)
   const top = useData<BreakdownAnswer>("/metrics/breakdown", [
     ...base,
@@ -94,13 +98,22 @@ export function JourneysPanel(): JSX.Element | null {
           </Field>
           <Field label="Page">
             {(id) => (
-              <select id={id} value={page} onChange={(e) => setPage((e.target as HTMLSelectElement).value)}>
+              <select
+                id={id}
+                value={typing ? OTHER : page}
+                onChange={(e) => {
+                  const v = (e.target as HTMLSelectElement).value;
+                  setTyping(v === OTHER);
+                  if (v !== OTHER) setPage(v);
+                }}
+              >
                 <option value={ENDS}>{next ? "the entry page" : "the exit page"}</option>
                 {pages.map((p) => (
                   <option key={p} value={p}>
                     {pageName(p)}
                   </option>
                 ))}
+                <option value={OTHER}>another page…</option>
               </select>
             )}
           </Field>
@@ -114,6 +127,31 @@ export function JourneysPanel(): JSX.Element | null {
             )}
           </Field>
         </div>
+        {typing && (
+          <form
+            class="inline-form journey-pick"
+            onSubmit={(e) => {
+              e.preventDefault();
+              const path = typed.trim();
+              if (!path) return;
+              setPage(path);
+              setTyping(false);
+            }}
+          >
+            <Field class="grow" label="Path, as stored (/pricing)">
+              {(id) => (
+                <input
+                  id={id}
+                  value={typed}
+                  spellcheck={false}
+                  maxLength={2048}
+                  onInput={(e) => setTyped((e.target as HTMLInputElement).value)}
+                />
+              )}
+            </Field>
+            <button type="submit">Show</button>
+          </form>
+        )}
         <Body
           data={data}
           empty={(d) => d.visitors === 0}
