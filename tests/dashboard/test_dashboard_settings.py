@@ -325,6 +325,10 @@ def test_journeys_dropped_and_what_read_wrong(
         LONG + "section-two.md",
     ]
 
+    # the mail panel's body is padded as the others' rows
+    mail = page.locator("[data-panel=subscriptions] .panel-body")
+    assert mail.evaluate("(b) => parseFloat(getComputedStyle(b).paddingLeft)") >= 12
+
     # at 375 px every tab of the Pages panel is inside its card
     page.set_viewport_size({"width": 375, "height": 800})
     pages_panel = page.locator("[data-panel=pages]")
