@@ -209,8 +209,13 @@ def test_revenue_and_errors(server: Server) -> None:
 
     events = [
         purchase("T1", 30, "EUR", [{"item_id": "sku1", "price": 10, "quantity": 3}]),
-        purchase("T2", 20, "EUR", [{"item_id": "sku2", "price": 20, "quantity": 1}]),
-        purchase("T3", 5, "usd", [{"item_id": "sku3", "price": 5}]),
+        purchase(
+            "T2",
+            20,
+            "EUR",
+            [{"item_id": "sku2", "item_name": "Blue mug", "price": 20, "quantity": 1}],
+        ),
+        purchase("T3", 5, "usd", [{"item_id": "sku3", "item_name": "Sticker", "price": 5}]),
         exception("TypeError: a", True, "/x"),
         exception("TypeError: a", False, "/x"),
         exception("RangeError: b", False, "/y"),
@@ -222,9 +227,23 @@ def test_revenue_and_errors(server: Server) -> None:
         {"currency": "EUR", "revenue": 50.0, "orders": 2, "averageOrderValue": 25.0},
         {"currency": "USD", "revenue": 5.0, "orders": 1, "averageOrderValue": 5.0},
     ]
-    assert revenue["topItems"][:2] == [
-        {"itemId": "sku1", "currency": "EUR", "quantity": 3.0, "revenue": 30.0},
-        {"itemId": "sku2", "currency": "EUR", "quantity": 1.0, "revenue": 20.0},
+    # an item's name where it was sent (item_name), else null
+    assert revenue["topItems"] == [
+        {"itemId": "sku1", "itemName": None, "currency": "EUR", "quantity": 3.0, "revenue": 30.0},
+        {
+            "itemId": "sku2",
+            "itemName": "Blue mug",
+            "currency": "EUR",
+            "quantity": 1.0,
+            "revenue": 20.0,
+        },
+        {
+            "itemId": "sku3",
+            "itemName": "Sticker",
+            "currency": "USD",
+            "quantity": 1.0,
+            "revenue": 5.0,
+        },
     ]
     # the filters of every report, on the events and on their sessions
     for kept in ("page:is:/checkout", "source:is_not:google"):

@@ -37,6 +37,9 @@ import { SubscriptionsPanel } from "./subscriptions";
 import { ALL_PROJECTS, Overview } from "./overview";
 import { Realtime } from "./realtime";
 import { ShareDialog } from "./share";
+import { DroppedPanel } from "./dropped";
+import { JourneysPanel } from "./journeys";
+import { SettingsButton } from "./settings/button";
 import { Field } from "./ui";
 import { setView, useView, type Compare } from "./state";
 import { TopStats } from "./stats";
@@ -495,6 +498,7 @@ function ProjectDashboard(props: DashboardProps): JSX.Element {
               </button>
             )
           )}
+          <SettingsButton onChanged={props.onRefresh} />
           {props.onSignOut && (
             <AccountButtons
               session={props.session}
@@ -569,7 +573,9 @@ function ProjectDashboard(props: DashboardProps): JSX.Element {
           <EngagementPanel />
           <VitalsPanel />
           <LinksPanel />
+          <JourneysPanel />
           <SubscriptionsPanel />
+          <DroppedPanel />
         </div>
       </main>
       <footer class="foot">svc · cookie-free analytics · times in {tz}</footer>

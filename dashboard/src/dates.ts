@@ -135,6 +135,25 @@ export function dayLabel(day: string, withYear = false): string {
   return withYear ? `${s}, ${y}` : s;
 }
 
+/** An instant (ISO 8601) as the dashboard writes a moment, in the time zone `tz`:
+ * "Dec 7, 2026, 15:41"; "" for no instant, the text itself when it is not one. */
+export function instantLabel(iso: string | null | undefined, tz: string): string {
+  if (!iso) return "";
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return iso;
+  try {
+    const hm = new Intl.DateTimeFormat("en-GB", {
+      timeZone: tz,
+      hour: "2-digit",
+      minute: "2-digit",
+      hourCycle: "h23",
+    }).format(d);
+    return `${dayLabel(todayIn(tz, d), true)}, ${hm}`;
+  } catch {
+    return `${dayLabel(iso.slice(0, 10), true)}, ${iso.slice(11, 16)}`;
+  }
+}
+
 /** A point's time as shown on the chart: "13:00", "Nov 1", "Nov 1, 13:00", "Nov 2026". */
 export function timeLabel(time: string, interval: string, multiDay = true): string {
   if (interval === "hour") {

@@ -3,12 +3,13 @@
 // whose endpoint this server does not have (404) is not shown.
 
 import type { JSX } from "preact";
+import { useState } from "preact/hooks";
 import type { Params } from "./api";
 import { useData, useQuery } from "./context";
 import { withRange } from "./chart";
-import { duration, num } from "./format";
+import { duration, exactNum, num } from "./format";
 import { Body, Report, SimpleRows, useHidden } from "./reports";
-import { RowChange } from "./ui";
+import { Modal, Note, RowChange } from "./ui";
 import {
   showVital,
   VITALS,
@@ -68,37 +69,185 @@ function compared(params: Params, compare: string): Params {
   return compare === "off" ? params : [...params, ["compare", compare]];
 }
 
+/** Engaged time and scroll depth of a row, or what no measurement means. */
+function engagedCells(r: EngagementRow): [string, string] {
+  if (r.engagedVisits === 0) return [NOT_MEASURED, ""];
+  return [seconds(r.medianEngagedMs), r.scrollDepth["75"] ?? "0.0%"];
+}
+
+const NOT_MEASURED = "not measured";
+
+/** What a page "not measured" means (said under the rows and in the Details view). */
+function NoEngagement(): JSX.Element {
+  return (
+    <p class="hint" data-testid="engagement-none">
+      “Not measured”: no visit of the page sent engaged time (the engagement extension was not loaded there,
+      or its visitors left before it reported). That is no figure, not 0 s.
+    </p>
+  );
+}
+
 export function EngagementPanel(): JSX.Element | null {
   const { base, view } = useQuery();
+  const [details, setDetails] = useState(false);
   const data = useData<Rows<EngagementRow>>(
     "/metrics/breakdown",
     compared([...base, ["by", "engagement"], ["limit", "8"]], view.compare),
   );
   if (useHidden(data.error)) return null;
+  const unmeasured = data.data?.rows.some((r) => r.engagedVisits === 0) ?? false;
   return (
-    <Report id="engagement" title="Engagement">
-      <Body
-        data={data}
-        empty={(d) => !d.rows.some((r) => r.engagedVisits > 0)}
-        emptyText="No engagement measured in this range (the engagement extension of the script)."
-      >
-        {(d) => (
-          <SimpleRows
-            head={["Page", "Median engaged", "Scrolled 75 %"]}
-            rows={d.rows.map((r) => ({
-              key: r.value,
-              label: r.value,
-              nums: [seconds(r.medianEngagedMs), r.scrollDepth["75"] ?? "0.0%"],
-              bar: r.medianEngagedMs ?? 0,
-              filter: { dim: "page", op: "is", value: r.value },
-              change: r.change?.medianEngagedMs,
-            }))}
-            change={view.compare !== "off" ? {} : undefined}
-          />
-        )}
-      </Body>
-    </Report>
+    <section class="card panel" aria-labelledby="report-engagement" data-panel="engagement">
+      <div class="card-head">
+        <h2 id="report-engagement">Engagement</h2>
+      </div>
+      <div class="panel-body">
+        <Body
+          data={data}
+          empty={(d) => !d.rows.some((r) => r.engagedVisits > 0)}
+          emptyText="No engagement measured in this range (the engagement extension of the script)."
+        >
+          {(d) => (
+            <>
+              <SimpleRows
+                head={["Page", "Median engaged", "Scrolled 75 %"]}
+                rows={d.rows.map((r) => ({
+                  key: r.value,
+                  label: r.value,
+                  nums: engagedCells(r),
+                  bar: r.medianEngagedMs ?? 0,
+                  filter: { dim: "page", op: "is", value: r.value },
+                  change: r.change?.medianEngagedMs,
+                }))}
+                change={view.compare !== "off" ? {} : undefined}
+              />
+              {unmeasured && <NoEngagement />}
+            </>
+          )}
+        </Body>
+      </div>
+      {data.data && data.data.rows.some((r) => r.engagedVisits > 0) && (
+        <div class="card-foot">
+          <button
+            type="button"
+            class="link"
+            aria-label="Details: engagement of every page"
+            onClick={() => setDetails(true)}
+          >
+            Details
+          </button>
+        </div>
+      )}
+      {details && <EngagementDetails onClose={() => setDetails(false)} />}
+    </section>
   );
+}
+
+const PAGE = 50;
+
+/** Every page's engagement, 50 at a time, most visitors first, with every figure the API gives. */
+function EngagementDetails(props: { onClose: () => void }): JSX.Element {
+  const { base } = useQuery();
+  const [offset, setOffset] = useState(0);
+  const data = useData<Rows<EngagementRow>>("/metrics/breakdown", [
+    ...base,
+    ["by", "engagement"],
+    ["limit", String(PAGE)],
+    ["offset", String(offset)],
+    ["order", "-visitors"],
+  ]);
+  const rows = data.data?.rows ?? [];
+  const total = data.data?.totalRows ?? 0;
+  return (
+    <Modal title="Engagement: every page" onClose={props.onClose} wide>
+      {data.error ? (
+        <Note error={data.error} />
+      ) : (
+        <div class="table-wrap" tabIndex={0} role="region" aria-label="Engagement of every page">
+          <table class={data.loading ? "details loading" : "details"} data-testid="engagement-details">
+            <thead>
+              <tr>
+                <th scope="col">Page</th>
+                <th scope="col" class="num">
+                  Visitors
+                </th>
+                <th scope="col" class="num">
+                  Views
+                </th>
+                <th scope="col" class="num">
+                  Engaged visits
+                </th>
+                <th scope="col" class="num">
+                  Median engaged
+                </th>
+                <th scope="col" class="num">
+                  Mean engaged
+                </th>
+                {DEPTHS.map((p) => (
+                  <th scope="col" class="num" key={p}>
+                    Scrolled {p} %
+                  </th>
+                ))}
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((r) => (
+                <tr key={r.value} data-value={r.value}>
+                  <th scope="row" class="cell">
+                    {r.value}
+                  </th>
+                  <td class="num">{num(r.visitors)}</td>
+                  <td class="num">{num(r.pageviews)}</td>
+                  <td class="num">{num(r.engagedVisits)}</td>
+                  {r.engagedVisits === 0 ? (
+                    <td class="num muted" colSpan={2 + DEPTHS.length}>
+                      {NOT_MEASURED}
+                    </td>
+                  ) : (
+                    <>
+                      <td class="num">{seconds(r.medianEngagedMs)}</td>
+                      <td class="num">{seconds(r.meanEngagedMs)}</td>
+                      {DEPTHS.map((p) => (
+                        <td class="num" key={p}>
+                          {r.scrollDepth[p] ?? "0.0%"}
+                        </td>
+                      ))}
+                    </>
+                  )}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          {rows.length === 0 && !data.loading && <Note>Nothing found.</Note>}
+        </div>
+      )}
+      {rows.some((r) => r.engagedVisits === 0) && <NoEngagement />}
+      <div class="pager">
+        <button type="button" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - PAGE))}>
+          Previous
+        </button>
+        <span role="status">
+          {total
+            ? `${exactNum(offset + 1)}–${exactNum(Math.min(total, offset + PAGE))} of ${exactNum(total)}`
+            : ""}
+        </span>
+        <button type="button" disabled={offset + PAGE >= total} onClick={() => setOffset(offset + PAGE)}>
+          Next
+        </button>
+      </div>
+    </Modal>
+  );
+}
+
+const DEPTHS = ["25", "50", "75", "100"];
+
+/** A link's URL as a row shows it: without its scheme and "www.", and when long, its start and
+ * its end (what tells links of one site apart) around an ellipsis; the row's title has it whole. */
+export function shortUrl(url: string, max = 52): string {
+  const bare = url.replace(/^https?:\/\//, "").replace(/^www\./, "");
+  if (bare.length <= max) return bare;
+  const head = Math.floor(max * 0.4);
+  return `${bare.slice(0, head)}…${bare.slice(bare.length - (max - head - 1))}`;
 }
 
 function TargetRows(props: { by: string; head: string; empty: string }): JSX.Element | null {
@@ -117,6 +266,12 @@ function TargetRows(props: { by: string; head: string; empty: string }): JSX.Ele
             rows={d.rows.map((r) => ({
               key: r.value,
               label:
+                props.by === "404"
+                  ? r.referrers?.length
+                    ? `${r.value} ← ${r.referrers[0].value ? shortUrl(r.referrers[0].value) : "(no referrer)"}`
+                    : r.value
+                  : shortUrl(r.value),
+              title:
                 props.by === "404" && r.referrers?.length
                   ? `${r.value} ← ${r.referrers[0].value || "(no referrer)"}`
                   : r.value,
@@ -188,6 +343,16 @@ export function VitalsPanel(): JSX.Element | null {
       >
         {(d) => (
           <>
+            <div class={cmp ? "vitals compared vitals-head" : "vitals vitals-head"} aria-hidden="true">
+              <span>Metric</span>
+              <span class="num">p75</span>
+              {cmp && <span />}
+              <span class="vital-legend">
+                <span class="vital-key vital-good-key" /> good <span class="vital-key vital-ni-key" /> needs
+                improvement <span class="vital-key vital-poor-key" /> poor
+              </span>
+              <span class="num">Good</span>
+            </div>
             <ul class={cmp ? "plain vitals compared" : "plain vitals"}>
               {VITALS.map((v) => {
                 const f = d[v.name];
@@ -202,7 +367,9 @@ export function VitalsPanel(): JSX.Element | null {
                     </span>
                     {cmp && <RowChange change={relative(f.p75, then)} upIsBad />}
                     <ShareBar figures={f} />
-                    <span class="num vital-good">{f.good}</span>
+                    <span class="num vital-good" title={`${f.good} of the page loads were good`}>
+                      {f.good} good
+                    </span>
                   </li>
                 );
               })}

@@ -64,6 +64,8 @@ export function SimpleRows(props: {
   rows: {
     key: string;
     label: string;
+    /** The label's title (the full text where the label is shortened); the label by default. */
+    title?: string;
     nums: string[];
     bar: number;
     filter: Filter | null;
@@ -105,7 +107,7 @@ export function SimpleRows(props: {
             >
               <span class="cell">
                 <span class="bar" style={{ width: `${Math.max(1, (r.bar / max) * 100).toFixed(1)}%` }} />
-                <span class="label" title={r.label}>
+                <span class="label" title={r.title ?? r.label}>
                   {r.label}
                 </span>
               </span>
@@ -676,11 +678,12 @@ export function RevenuePanel(): JSX.Element | null {
             </ul>
             {d.topItems.length > 0 && (
               <SimpleRows
-                head={["Item", "Quantity", "Revenue"]}
+                head={["Item", "Quantity", "Revenue", "Currency"]}
                 rows={d.topItems.slice(0, 8).map((it) => ({
                   key: `${it.itemId}/${it.currency}`,
-                  label: it.itemId,
-                  nums: [num(it.quantity), money(it.revenue, it.currency)],
+                  label: it.itemName || it.itemId,
+                  title: it.itemName ? `${it.itemName} (${it.itemId})` : it.itemId,
+                  nums: [num(it.quantity), money(it.revenue, it.currency), it.currency],
                   bar: it.revenue,
                   filter: null,
                 }))}

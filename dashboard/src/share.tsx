@@ -4,15 +4,15 @@
 import type { JSX } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError, BASE } from "./api";
+import { instantLabel } from "./dates";
 import { useQuery } from "./context";
 import { writeView } from "./state";
 import type { KeyRecord } from "./types";
 import { Modal, Note, Field } from "./ui";
 
-function when(iso: string | null | undefined): string {
-  if (!iso) return "never";
-  const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString();
+/** When a link was made or used, as the dashboard writes a moment (in the project's zone). */
+export function when(iso: string | null | undefined, tz: string): string {
+  return iso ? instantLabel(iso, tz) : "never";
 }
 
 export function ShareDialog(props: { onClose: () => void }): JSX.Element {
@@ -107,7 +107,7 @@ export function ShareDialog(props: { onClose: () => void }): JSX.Element {
               checked={withView}
               onChange={(e) => setWithView((e.target as HTMLInputElement).checked)}
             />
-            Open it on the current view (date range, filters)
+            Open it on the current view (date range, filters, segment)
           </label>
           <div class="row-actions">
             <button type="button" class="primary" onClick={copy}>
@@ -138,7 +138,7 @@ export function ShareDialog(props: { onClose: () => void }): JSX.Element {
                 <code>{k.hint || k.id}</code>
                 <span class="muted">
                   {" "}
-                  made {when(k.createdAt)}, last used {when(k.lastUsedAt)}
+                  made {when(k.createdAt, project.timezone)}, last used {when(k.lastUsedAt, project.timezone)}
                 </span>
               </span>
               <button

@@ -104,7 +104,14 @@ export interface FunnelAnswer {
 
 export interface RevenueAnswer {
   currencies: { currency: string; revenue: number; orders: number; averageOrderValue: number }[];
-  topItems: { itemId: string; quantity: number; revenue: number; currency: string }[];
+  /** `itemName`: the item_name it was last sent with (null or absent: never, or older servers). */
+  topItems: {
+    itemId: string;
+    itemName?: string | null;
+    quantity: number;
+    revenue: number;
+    currency: string;
+  }[];
 }
 
 export interface ErrorsAnswer {

@@ -449,6 +449,7 @@ class CurrencyRevenue(Doc):
 
 class ItemRevenue(Doc):
     item_id: str
+    item_name: str | None
     currency: str
     quantity: float
     revenue: float

@@ -22,6 +22,11 @@ def query_revenue(store: EventStore, query: Query, limit: int = 10) -> dict[str,
     currencies, items = runner.together(
         reports.revenue_currencies(p, Facts()), reports.revenue_items(p, Facts(), limit)
     )
+    ids = sorted({str(i["item_id"]) for i in items})
+    names: dict[str, str] = {}
+    if ids:  # the names the items were sent with (the last one), for those that have one
+        (found,) = runner.together(reports.revenue_item_names(p, Facts(), ids))
+        names = {str(n["item_id"]): str(n["item_name"]) for n in found}
     return {
         "currencies": [
             {
@@ -37,6 +42,7 @@ def query_revenue(store: EventStore, query: Query, limit: int = 10) -> dict[str,
         "topItems": [
             {
                 "itemId": i["item_id"],
+                "itemName": names.get(i["item_id"]),
                 "currency": i["currency"],
                 "quantity": round(float(i["quantity"]), 3),
                 "revenue": round(float(i["revenue"]), 2),

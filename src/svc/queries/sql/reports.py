@@ -780,6 +780,23 @@ def revenue_items(plan: Plan, facts: Facts, limit: int) -> Statement:
     )
 
 
+def revenue_item_names(plan: Plan, facts: Facts, ids: list[str]) -> Statement:
+    """The name (``item_name``) each of the items ``ids`` was last sent with, for the items
+    that have one. Only the purchases holding one of them are read for their properties (the
+    typed ``item_ids`` pick them first), not every purchase of the range."""
+    return statement(
+        "SELECT item_id, argMax(sent_name, ts) AS item_name FROM purchases "
+        "ARRAY JOIN item_ids AS item_id, "
+        "arrayMap(i -> JSONExtractString(i, 'item_name'), "
+        "JSONExtractArrayRaw(properties['items'])) AS sent_name "
+        f"WHERE {events_where(plan, facts)} AND hasAny(item_ids, {{ids:Array(String)}}) "
+        "AND item_id IN {ids:Array(String)} AND sent_name != '' GROUP BY item_id",
+        plan,
+        facts,
+        ids=ids,
+    )
+
+
 def _errors_where(plan: Plan, facts: Facts) -> str:
     return f"{events_where(plan, facts)} AND name = 'exception'"
 
