@@ -1,0 +1,232 @@
+"""Single sign-on over HTTP against a real OpenID Connect provider (tests/accounts/
+oidc_provider.py, Authlib's server in a process of its own): a new person gets an account in
+the configured team and role; an existing account is linked by verified email and keeps its
+projects and its password; an unverified email is refused and nothing is made; a state works
+once and only with the binding of the browser that began; with password sign-in off the
+password routes answer 403 naming SVC_PASSWORD_SIGNIN. The browser's side: tests/dashboard/
+test_dashboard_sso.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import httpx
+import pytest
+
+from svc.accounts import sso
+from svc.settings import Settings
+from tests.accounts.conftest import CHEAP_HASHES, PASSWORD, call, sign_in
+from tests.accounts.oidc_provider import Provider, User
+from tests.parallel import free_port
+from tests.support import Server, is_error
+
+NEW = User("newbie", "newbie@sso.test", name="New Person")
+EXISTING = User("existing", "existing@sso.test")
+UNVERIFIED = User("unverified", "unverified@sso.test", email_verified=False)
+USERS = [NEW, EXISTING, UNVERIFIED]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Provider, str]]:
+    """svc signing in with the provider, new people joining a team as editors."""
+    work = tmp_path_factory.mktemp("sso")
+    port = free_port()
+    provider = Provider(
+        free_port(), f"http://127.0.0.1:{port}{sso.CALLBACK_PATH}", USERS, work
+    ).start()
+    env = {**CHEAP_HASHES, "SVC_BASE_URL": f"http://127.0.0.1:{port}"}
+    srv = Server(work / "data", env=env, port=port).start()
+    try:
+        r = call(srv, "POST", "/teams", srv.admin_token, json={"name": "Everyone"})
+        assert r.status_code == 201, r.text
+        team_id = r.json()["id"]
+        srv.stop()  # SVC_OIDC_TEAM names a team, so the team is made first
+        srv.env.update(provider.svc_env(team_id, "editor"))
+        srv.start()
+        yield srv, provider, team_id
+    finally:
+        srv.stop()
+        provider.stop()
+
+
+def begin(srv: Server) -> dict[str, str]:
+    r = call(srv, "POST", "/auth/oidc/start")
+    assert r.status_code == 200, r.text
+    return dict(r.json())
+
+
+def come_back(srv: Server, provider: Provider, user: User) -> tuple[dict[str, str], str]:
+    """Begin, sign in at the provider, come back through svc's callback: the parameters the
+    dashboard gets in its fragment, and the binding."""
+    started = begin(srv)
+    back = provider.authorize(started["authorizationUrl"], user)
+    assert back.startswith(srv.url + sso.CALLBACK_PATH + "?"), back
+    r = httpx.get(back, timeout=10)
+    assert r.status_code == 303, r.text
+    where = r.headers["location"]
+    assert where.startswith("/dashboard#sso="), where
+    params = {k: v[0] for k, v in parse_qs(unquote(urlsplit(where).fragment[4:])).items()}
+    return params, started["binding"]
+
+
+def finish(srv: Server, params: dict[str, str], binding: str) -> httpx.Response:
+    body = {"code": params["code"], "state": params["state"], "binding": binding}
+    return call(srv, "POST", "/auth/oidc/finish", json=body)
+
+
+def test_methods_and_start(world: tuple[Server, Provider, str]) -> None:
+    srv, provider, _ = world
+    r = call(srv, "GET", "/auth/methods")
+    assert r.json() == {"password": True, "sso": {"label": "Test ID"}}
+    started = begin(srv)
+    query = parse_qs(urlsplit(started["authorizationUrl"]).query)
+    assert started["authorizationUrl"].startswith(provider.issuer + "/authorize?")
+    assert query["code_challenge_method"] == ["S256"] and query["code_challenge"]
+    assert query["state"] and query["nonce"] and query["response_type"] == ["code"]
+    assert query["redirect_uri"] == [srv.url + sso.CALLBACK_PATH]
+    assert started["binding"].startswith("svc_sso_")
+    is_error(call(srv, "POST", "/auth/oidc/start", json={"x": 1}), 400, "x")
+    is_error(call(srv, "GET", sso.CALLBACK_PATH), 400, "code")
+
+
+def test_a_new_person_joins_the_team_with_the_role(world: tuple[Server, Provider, str]) -> None:
+    srv, provider, team_id = world
+    params, binding = come_back(srv, provider, NEW)
+    r = finish(srv, params, binding)
+    assert r.status_code == 200, r.text
+    session = r.json()
+    assert session["token"].startswith("svc_sess_") and session["account"]["email"] == NEW.email
+    me = call(srv, "GET", "/account", session["token"]).json()
+    assert me["name"] == "New Person"
+    assert [(t["id"], t["role"]) for t in me["teams"]] == [(team_id, "editor")]
+    assert sign_in(srv, NEW.email, PASSWORD).status_code == 401  # no password of its own
+    again, binding = come_back(srv, provider, NEW)  # the same account, by (issuer, sub)
+    assert finish(srv, again, binding).json()["account"]["id"] == me["id"]
+
+
+def test_an_existing_account_is_linked_by_verified_email(
+    world: tuple[Server, Provider, str],
+) -> None:
+    srv, provider, team_id = world
+    r = call(
+        srv,
+        "POST",
+        "/accounts",
+        srv.admin_token,
+        json={"email": EXISTING.email, "password": PASSWORD, "teamName": "Own"},
+    )
+    assert r.status_code == 201, r.text
+    account_id, own_team = r.json()["account"]["id"], r.json()["team"]["id"]
+    token = sign_in(srv, EXISTING.email).json()["token"]
+    r = call(srv, "POST", "/projects", token, json={"name": "kept", "teamId": own_team})
+    assert r.status_code == 201, r.text
+    project_id = r.json()["id"]
+
+    params, binding = come_back(srv, provider, EXISTING)
+    r = finish(srv, params, binding)
+    assert r.status_code == 200, r.text
+    assert r.json()["account"]["id"] == account_id
+    me = call(srv, "GET", "/account", r.json()["token"]).json()
+    teams = {t["id"]: t["role"] for t in me["teams"]}
+    assert teams == {own_team: "owner"} and team_id not in teams  # no team added to it
+    assert {"id": project_id, "role": "owner"} in me["projects"]
+    assert sign_in(srv, EXISTING.email).status_code == 200  # the password still works
+
+
+def test_an_unverified_email_is_refused_and_nothing_made(
+    world: tuple[Server, Provider, str],
+) -> None:
+    srv, provider, _ = world
+    params, binding = come_back(srv, provider, UNVERIFIED)
+    error = is_error(finish(srv, params, binding), 403)["error"]
+    assert error["code"] == "email_unverified" and UNVERIFIED.email in error["message"]
+    accounts = call(srv, "GET", "/accounts", srv.admin_token).json()["accounts"]
+    assert UNVERIFIED.email not in {a["email"] for a in accounts}
+
+
+def test_a_state_works_once_and_only_with_its_binding(
+    world: tuple[Server, Provider, str],
+) -> None:
+    srv, provider, _ = world
+    params, binding = come_back(srv, provider, NEW)
+    is_error(finish(srv, params, "svc_sso_" + "x" * 40), 400, "binding")
+    is_error(finish(srv, params, binding), 400, "state")  # spent by the wrong binding
+    params, binding = come_back(srv, provider, NEW)
+    assert finish(srv, params, binding).status_code == 200
+    replayed = is_error(finish(srv, params, binding), 400, "state")["error"]
+    assert "used or expired" in replayed["message"]
+    is_error(finish(srv, {"code": "c", "state": "never-begun"}, binding), 400, "state")
+    is_error(call(srv, "POST", "/auth/oidc/finish", json={"state": "s"}), 400, "code")
+
+
+def test_password_sign_in_off(tmp_path: Path, world: tuple[Server, Provider, str]) -> None:
+    _, provider, _ = world
+    port = free_port()
+    env = {
+        **CHEAP_HASHES,
+        **provider.svc_env(),
+        "SVC_BASE_URL": f"http://127.0.0.1:{port}",
+        "SVC_PASSWORD_SIGNIN": "false",
+    }
+    srv = Server(tmp_path / "data", env=env, port=port).start()
+    try:
+        assert call(srv, "GET", "/auth/methods").json() == {
+            "password": False,
+            "sso": {"label": "Test ID"},
+        }
+        for path, body in (
+            ("/auth/signin", {"email": "a@b.test", "password": PASSWORD}),
+            ("/auth/reset", {"email": "a@b.test"}),
+            ("/auth/reset/confirm", {"token": "svc_reset_x", "password": PASSWORD}),
+            ("/invitations/svc_invite_x/accept", {"password": PASSWORD}),
+        ):
+            error = is_error(call(srv, "POST", path, json=body), 403)["error"]
+            assert error["code"] == "password_signin_off", path
+            assert "SVC_PASSWORD_SIGNIN" in error["message"], path
+        r = call(srv, "GET", "/teams", srv.admin_token)  # the admin token still works
+        assert r.status_code == 200
+        assert call(srv, "POST", "/auth/oidc/start").status_code == 200
+    finally:
+        srv.stop()
+
+
+def test_settings_are_checked() -> None:
+    base = {"base_url": "https://stats.example.com"}
+    sso.check_settings(Settings())  # off: nothing to check
+    for values, name in (
+        ({"password_signin": False}, "SVC_PASSWORD_SIGNIN"),
+        ({"oidc_issuer": "ftp://id.example.com", **base}, "SVC_OIDC_ISSUER"),
+        ({"oidc_issuer": "http://id.example.com", **base}, "SVC_OIDC_ISSUER"),
+        ({"oidc_issuer": "https://id.example.com", **base}, "SVC_OIDC_CLIENT_ID"),
+        ({"oidc_issuer": "https://id.example.com", "oidc_client_id": "c"}, "SVC_BASE_URL"),
+        (
+            {
+                "oidc_issuer": "https://id.example.com",
+                "oidc_client_id": "c",
+                "oidc_role": "god",
+                **base,
+            },
+            "SVC_OIDC_ROLE",
+        ),
+        (
+            {
+                "oidc_issuer": "https://id.example.com",
+                "oidc_client_id": "c",
+                "oidc_team": "x",
+                **base,
+            },
+            "SVC_OIDC_TEAM",
+        ),
+    ):
+        with pytest.raises(ValueError, match=name):
+            sso.check_settings(Settings(**values))
+
+
+def test_sso_off_answers_404(srv: Server) -> None:
+    assert call(srv, "GET", "/auth/methods").json() == {"password": True, "sso": None}
+    is_error(call(srv, "POST", "/auth/oidc/start"), 404)
+    is_error(call(srv, "GET", sso.CALLBACK_PATH, params={"code": "c", "state": "s"}), 404)
+    body = {"code": "c", "state": "s", "binding": "b"}
+    is_error(call(srv, "POST", "/auth/oidc/finish", json=body), 404)
