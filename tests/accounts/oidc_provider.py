@@ -18,11 +18,16 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
+
+if TYPE_CHECKING:
+    from tests.support import Server
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT_ID, CLIENT_SECRET = "svc-tests", "svc-tests-secret-of-the-client"
@@ -355,6 +360,39 @@ class Provider:
                 self.proc.kill()
                 self.proc.wait()
         self.proc = None
+
+
+@contextmanager
+def svc_with_provider(
+    work: Path, users: list[User], role: str = "viewer", **env: str
+) -> Iterator[tuple[Server, Provider, str]]:
+    """A svc signing in with a provider of ``users`` (its own process): new people join a
+    team made here (``SVC_OIDC_TEAM``) with ``role``; ``env``: more settings. Yields the
+    server, the provider and the team's id; stops both after."""
+    from tests.parallel import free_port
+    from tests.support import Server
+
+    port = free_port()
+    provider = Provider(free_port(), f"http://127.0.0.1:{port}/auth/oidc/callback", users, work)
+    provider.start()
+    settings = {
+        "SVC_PASSWORD_HASH_MEMORY_KIB": "1024",  # cheap hashes (tests/accounts/conftest.py)
+        "SVC_PASSWORD_HASH_ITERATIONS": "1",
+        "SVC_BASE_URL": f"http://127.0.0.1:{port}",
+    }
+    srv = Server(work / "data", env=settings, port=port)
+    try:
+        srv.start()
+        r = httpx.post(srv.url + "/teams", json={"name": "Everyone"}, headers=srv.admin())
+        assert r.status_code == 201, r.text
+        team_id = r.json()["id"]
+        srv.stop()  # SVC_OIDC_TEAM names a team, so the team is made first
+        srv.env.update({**provider.svc_env(team_id, role), **env})
+        srv.start()
+        yield srv, provider, team_id
+    finally:
+        srv.stop()
+        provider.stop()
 
 
 if __name__ == "__main__":

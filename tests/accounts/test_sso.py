@@ -18,7 +18,7 @@ import pytest
 from svc.accounts import sso
 from svc.settings import Settings
 from tests.accounts.conftest import CHEAP_HASHES, PASSWORD, call, sign_in
-from tests.accounts.oidc_provider import Provider, User
+from tests.accounts.oidc_provider import Provider, User, svc_with_provider
 from tests.parallel import free_port
 from tests.support import Server, is_error
 
@@ -31,24 +31,8 @@ USERS = [NEW, EXISTING, UNVERIFIED]
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Provider, str]]:
     """svc signing in with the provider, new people joining a team as editors."""
-    work = tmp_path_factory.mktemp("sso")
-    port = free_port()
-    provider = Provider(
-        free_port(), f"http://127.0.0.1:{port}{sso.CALLBACK_PATH}", USERS, work
-    ).start()
-    env = {**CHEAP_HASHES, "SVC_BASE_URL": f"http://127.0.0.1:{port}"}
-    srv = Server(work / "data", env=env, port=port).start()
-    try:
-        r = call(srv, "POST", "/teams", srv.admin_token, json={"name": "Everyone"})
-        assert r.status_code == 201, r.text
-        team_id = r.json()["id"]
-        srv.stop()  # SVC_OIDC_TEAM names a team, so the team is made first
-        srv.env.update(provider.svc_env(team_id, "editor"))
-        srv.start()
-        yield srv, provider, team_id
-    finally:
-        srv.stop()
-        provider.stop()
+    with svc_with_provider(tmp_path_factory.mktemp("sso"), USERS, "editor") as made:
+        yield made
 
 
 def begin(srv: Server) -> dict[str, str]:
