@@ -21,6 +21,7 @@ from tests.accounts.conftest import CHEAP_HASHES, PASSWORD, call, sign_in
 from tests.accounts.oidc_provider import Provider, User, svc_with_provider
 from tests.parallel import free_port
 from tests.support import Server, is_error
+from tests.test_openapi import _checker
 
 NEW = User("newbie", "newbie@sso.test", name="New Person")
 EXISTING = User("existing", "existing@sso.test")
@@ -80,6 +81,11 @@ def test_a_new_person_joins_the_team_with_the_role(world: tuple[Server, Provider
     params, binding = come_back(srv, provider, NEW)
     r = finish(srv, params, binding)
     assert r.status_code == 200, r.text
+    check = _checker(call(srv, "GET", "/openapi.json").json())  # the documented types
+    check("/auth/oidc/finish", "post", r)
+    check("/auth/oidc/start", "post", call(srv, "POST", "/auth/oidc/start"))
+    check("/auth/methods", "get", call(srv, "GET", "/auth/methods"))
+    check("/auth/oidc/finish", "post", finish(srv, params, binding))  # 400: replayed
     session = r.json()
     assert session["token"].startswith("svc_sess_") and session["account"]["email"] == NEW.email
     me = call(srv, "GET", "/account", session["token"]).json()
