@@ -23,7 +23,7 @@ import asyncio
 import hmac
 import logging
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from svc import credentials
 from svc.accounts import roles, sso_store, store, teams, tokens
@@ -69,6 +69,12 @@ class PasswordSignInOff(ApiError):
 
 def sso_on(settings: Settings) -> bool:
     return bool(settings.oidc_issuer)
+
+
+def require_sso(settings: Settings) -> None:
+    """404 while single sign-on is off."""
+    if not sso_on(settings):
+        raise SsoOff("single sign-on is off on this service (SVC_OIDC_ISSUER is not set)")
 
 
 def require_password_signin(settings: Settings) -> None:
@@ -125,8 +131,6 @@ def callback_fragment(params: dict[str, str]) -> str:
     """The dashboard's fragment carrying the provider's answer (``code`` and ``state``, or
     ``error``): ``sso=`` and the parameters, URL-encoded. 400 naming ``code`` when neither
     ``code`` nor ``error`` is there."""
-    from urllib.parse import quote, urlencode
-
     kept = {
         k: v[:MAX_PARAM]
         for k, v in params.items()
@@ -156,8 +160,7 @@ class SsoService:
 
     @property
     def client(self) -> OidcClient:
-        if not sso_on(self.settings):
-            raise SsoOff("single sign-on is off on this service (SVC_OIDC_ISSUER is not set)")
+        require_sso(self.settings)
         if self._client is None:
             s = self.settings
             redirect = links.public_base(s) + CALLBACK_PATH
