@@ -261,6 +261,11 @@ class Settings:
     oidc_role: str = _setting(
         "viewer", "Single sign-on: the role in SVC_OIDC_TEAM (owner, admin, editor, viewer)."
     )
+    sso_limit_per_address: str = _setting(
+        "120/h:60",
+        "Single sign-ons begun (POST /auth/oidc/start) per client address (same form as the "
+        "rate limits); past it, 429. 0: off.",
+    )
     oidc_label: str = _setting(
         "SSO", 'Single sign-on: the provider\'s name on the button ("Sign in with <label>").'
     )

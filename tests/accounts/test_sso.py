@@ -159,6 +159,7 @@ def test_password_sign_in_off(tmp_path: Path, world: tuple[Server, Provider, str
         **provider.svc_env(),
         "SVC_BASE_URL": f"http://127.0.0.1:{port}",
         "SVC_PASSWORD_SIGNIN": "false",
+        "SVC_SSO_LIMIT_PER_ADDRESS": "1/h:2",
     }
     srv = Server(tmp_path / "data", env=env, port=port).start()
     try:
@@ -178,6 +179,9 @@ def test_password_sign_in_off(tmp_path: Path, world: tuple[Server, Provider, str
         r = call(srv, "GET", "/teams", srv.admin_token)  # the admin token still works
         assert r.status_code == 200
         assert call(srv, "POST", "/auth/oidc/start").status_code == 200
+        assert call(srv, "POST", "/auth/oidc/start").status_code == 200
+        error = is_error(call(srv, "POST", "/auth/oidc/start"), 429)["error"]
+        assert "SVC_SSO_LIMIT_PER_ADDRESS" in error["message"]  # each start is limited
     finally:
         srv.stop()
 

@@ -31,6 +31,7 @@ from svc.accounts.oidc import BadIdToken, OidcClient, ProviderRefused, ProviderU
 from svc.accounts.pseudonyms import pseudonym
 from svc.accounts.service import AccountService
 from svc.accounts.store import Account
+from svc.accounts.throttle import SignInThrottle
 from svc.errors import ApiError, Conflict, InvalidRequest, NotFound
 from svc.mail import links
 from svc.settings import Settings
@@ -157,6 +158,15 @@ class SsoService:
         self.meta = accounts.meta
         self.settings = accounts.settings
         self._client: OidcClient | None = None
+        #: every start takes a token from its address's bucket (each writes a row); shared by
+        #: the processes as the sign-in limits are (SVC_REDIS_URL)
+        self.starts = SignInThrottle(
+            self.settings.sso_limit_per_address,
+            "0",
+            accounts.throttle.shared,
+            kind="sso",
+            what="single sign-ons begun",
+        )
 
     @property
     def client(self) -> OidcClient:
@@ -169,9 +179,12 @@ class SsoService:
             )
         return self._client
 
-    async def start(self) -> dict[str, Any]:
-        """A sign-in begun: where to send the browser, and the binding it keeps."""
+    async def start(self, address: str) -> dict[str, Any]:
+        """A sign-in begun: where to send the browser, and the binding it keeps. Each takes
+        a token from the client address's bucket (``SVC_SSO_LIMIT_PER_ADDRESS``; 429 while
+        it is empty)."""
         client = self.client
+        await self.starts.take(address, "")
         try:
             begun = await client.begin()
         except ProviderUnavailable as exc:

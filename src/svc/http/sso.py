@@ -23,7 +23,7 @@ from svc.accounts import sso
 from svc.accounts.sso import SsoService, check_settings
 
 __all__ = ["ROUTES", "check_settings", "sso_of"]
-from svc.http.accounts import _run, _unknown, service_of
+from svc.http.accounts import _run, _unknown, client_address, service_of
 from svc.http.common import json_body
 
 
@@ -46,7 +46,7 @@ async def auth_methods(request: Request) -> Any:
 async def start(request: Request) -> Any:
     body = await json_body(request)
     _unknown(body, set())
-    return await sso_of(request).start()
+    return await sso_of(request).start(client_address(request))
 
 
 async def callback(request: Request) -> Response:

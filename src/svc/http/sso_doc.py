@@ -92,7 +92,7 @@ def sso_paths(
                 "flow, PKCE S256, state, nonce) and the binding the browser keeps",
                 "responses": {
                     "200": _json("SsoStart", "Send the browser to authorizationUrl."),
-                    **_errors(settings, 400),
+                    **_errors(settings, 400, 429),
                     **off,
                     **provider,
                 },
