@@ -42,6 +42,11 @@ class User:
     email_verified: bool = True
     name: str = ""
     password: str = "provider password"
+    #: claims that override the ID token's own (``{"aud": "someone-else"}``): a provider
+    #: gone wrong, for the tests of what svc verifies
+    id_token_claims: dict[str, Any] = field(default_factory=dict)
+    #: its ID tokens signed by a key not in the JWKS (under the JWKS key's id)
+    forged: bool = False
 
     @property
     def subject(self) -> str:
@@ -71,6 +76,7 @@ def build_app(config: Config) -> Any:
     from joserfc.jwk import RSAKey
 
     key = RSAKey.generate_key(2048, parameters={"kid": "k1", "use": "sig", "alg": "RS256"})
+    forger = RSAKey.generate_key(2048, parameters={"kid": "k1", "use": "sig", "alg": "RS256"})
     users = {u.username: u for u in config.users}
     codes: dict[str, dict[str, Any]] = {}
     tokens: dict[str, User] = {}
@@ -168,8 +174,14 @@ def build_app(config: Config) -> Any:
         def exists_nonce(self, nonce: str, req: Any) -> bool:
             return any(c["nonce"] == nonce for c in codes.values())
 
+        signing = key
+
+        def encode_id_token(self, token: dict[str, Any], req: Any) -> Any:
+            self.signing = forger if req.user.forged else key
+            return super().encode_id_token(token, req)
+
         def resolve_client_private_key(self, cl: Any) -> Any:
-            return key
+            return self.signing
 
         def get_client_algorithm(self, cl: Any) -> str:
             return "RS256"
@@ -186,6 +198,7 @@ def build_app(config: Config) -> Any:
                 name=user.name,
                 email=user.email,
                 email_verified=user.email_verified,
+                **user.id_token_claims,
             )
 
     app = Flask("oidc_provider")

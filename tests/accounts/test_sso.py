@@ -26,7 +26,18 @@ from tests.test_openapi import _checker
 NEW = User("newbie", "newbie@sso.test", name="New Person")
 EXISTING = User("existing", "existing@sso.test")
 UNVERIFIED = User("unverified", "unverified@sso.test", email_verified=False)
-USERS = [NEW, EXISTING, UNVERIFIED]
+#: ID tokens that fail a check: another audience, expired, another nonce, another issuer
+TAMPERED = [
+    User(f"tampered-{claim}", f"tampered-{claim}@sso.test", id_token_claims={claim: value})
+    for claim, value in (
+        ("aud", "someone-else"),
+        ("exp", 1_000_000_000),
+        ("nonce", "not-the-sign-ins"),
+        ("iss", "http://127.0.0.1:9/elsewhere"),
+    )
+]
+FORGED = User("forged", "forged@sso.test", forged=True)  # signed by a key not in the JWKS
+USERS = [NEW, EXISTING, UNVERIFIED, *TAMPERED, FORGED]
 
 
 @pytest.fixture(scope="module")
@@ -134,6 +145,20 @@ def test_an_unverified_email_is_refused_and_nothing_made(
     assert error["code"] == "email_unverified" and UNVERIFIED.email in error["message"]
     accounts = call(srv, "GET", "/accounts", srv.admin_token).json()["accounts"]
     assert UNVERIFIED.email not in {a["email"] for a in accounts}
+
+
+@pytest.mark.parametrize("user", [*TAMPERED, FORGED], ids=lambda u: u.username)
+def test_an_id_token_failing_a_check_is_refused(
+    world: tuple[Server, Provider, str], user: User
+) -> None:
+    srv, provider, _ = world
+    params, binding = come_back(srv, provider, user)
+    error = is_error(finish(srv, params, binding), 403)["error"]
+    assert error["code"] == "sso_refused" and "ID token is not valid" in error["message"]
+    named = next(iter(user.id_token_claims), "signature")
+    assert named in error["message"], error
+    accounts = call(srv, "GET", "/accounts", srv.admin_token).json()["accounts"]
+    assert user.email not in {a["email"] for a in accounts}
 
 
 def test_a_state_works_once_and_only_with_its_binding(
