@@ -1,10 +1,11 @@
 """Single sign-on over HTTP against a real OpenID Connect provider (tests/accounts/
 oidc_provider.py, Authlib's server in a process of its own): a new person gets an account in
 the configured team and role; an existing account is linked by verified email and keeps its
-projects and its password; an unverified email is refused and nothing is made; a state works
-once and only with the binding of the browser that began; with password sign-in off the
-password routes answer 403 naming SVC_PASSWORD_SIGNIN. The browser's side: tests/dashboard/
-test_dashboard_sso.py."""
+projects and its password; an unverified email is refused and nothing is made; ID tokens that
+fail a check (aud, exp, nonce, iss, signature) are refused; a state works once and only with
+the binding of the browser that began, on any node of one store; with password sign-in off
+the password routes answer 403 naming SVC_PASSWORD_SIGNIN. The browser's side:
+tests/dashboard/test_dashboard_sso.py."""
 
 from __future__ import annotations
 
@@ -14,13 +15,16 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import httpx
 import pytest
+from sqlalchemy import text
 
 from svc.accounts import sso
+from svc.meta.store import MetaStore
 from svc.settings import Settings
 from tests.accounts.conftest import CHEAP_HASHES, PASSWORD, call, sign_in
 from tests.accounts.oidc_provider import Provider, User, svc_with_provider
 from tests.parallel import free_port
 from tests.support import Server, is_error
+from tests.test_meta_store import postgres_url
 from tests.test_openapi import _checker
 
 NEW = User("newbie", "newbie@sso.test", name="New Person")
@@ -249,3 +253,44 @@ def test_sso_off_answers_404(srv: Server) -> None:
     is_error(call(srv, "GET", sso.CALLBACK_PATH, params={"code": "c", "state": "s"}), 404)
     body = {"code": "c", "state": "s", "binding": "b"}
     is_error(call(srv, "POST", "/auth/oidc/finish", json=body), 404)
+
+
+def test_a_sign_in_begun_on_one_node_finishes_on_another(tmp_path: Path) -> None:
+    """Two svc processes on one PostgreSQL metadata store behind one address (SVC_BASE_URL:
+    the first's): begun on one, finished on the other, refused on the first when replayed."""
+    url = postgres_url()
+    fresh = MetaStore(url)
+    with fresh.engine.begin() as conn:
+        conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
+        conn.execute(text("CREATE SCHEMA public"))
+    fresh.close()
+    person = User("nodes", "nodes@sso.test")
+    port = free_port()
+    callback = f"http://127.0.0.1:{port}{sso.CALLBACK_PATH}"
+    provider = Provider(free_port(), callback, [person], tmp_path)
+    env = {
+        **CHEAP_HASHES,
+        **provider.svc_env(),
+        "SVC_META_URL": url,
+        "SVC_BASE_URL": f"http://127.0.0.1:{port}",
+    }
+    a = Server(tmp_path / "a", env=env, port=port)
+    b = Server(tmp_path / "b", env=env)
+    try:
+        provider.start()
+        a.start()
+        b.admin_token = a.admin_token
+        b.start()
+        body = {"email": person.email, "password": PASSWORD}
+        r = call(a, "POST", "/accounts", a.admin_token, json=body)
+        assert r.status_code == 201, r.text
+        params, binding = come_back(a, provider, person)
+        r = finish(b, params, binding)
+        assert r.status_code == 200, r.text
+        assert r.json()["account"]["email"] == person.email
+        assert call(a, "GET", "/account", r.json()["token"]).status_code == 200
+        is_error(finish(a, params, binding), 400, "state")
+    finally:
+        b.stop()
+        a.stop()
+        provider.stop()
