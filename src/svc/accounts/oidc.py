@@ -122,6 +122,7 @@ class OidcClient:
                 )
             for key in ("authorization_endpoint", "token_endpoint", "jwks_uri"):
                 if not isinstance(metadata.get(key), str):
+                    self._app.server_metadata.clear()
                     raise ProviderUnavailable(f"its discovery document has no {key}")
             self._app.client_kwargs["token_endpoint_auth_method"] = self._auth_method(metadata)
             self._checked = True

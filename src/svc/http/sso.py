@@ -6,7 +6,7 @@ handler calls one :class:`~svc.accounts.sso.SsoService` method (or function).
 - ``POST /auth/oidc/start``: ``{authorizationUrl, binding, expiresAt}``; the browser goes to
   the URL and keeps ``binding``.
 - ``GET /auth/oidc/callback``: the redirect URI; 303 to ``/dashboard#sso=<the provider's
-  parameters>`` (in the fragment: never sent on, never in a log past this line).
+  parameters>`` (in the fragment, which a browser sends to no server).
 - ``POST /auth/oidc/finish`` ``{code, state, binding}``: the session, as ``POST /auth/signin``
   answers it.
 """
@@ -21,10 +21,10 @@ from starlette.routing import Route
 
 from svc.accounts import sso
 from svc.accounts.sso import SsoService, check_settings
-
-__all__ = ["ROUTES", "check_settings", "sso_of"]
 from svc.http.accounts import _run, _unknown, client_address, service_of
 from svc.http.common import json_body
+
+__all__ = ["ROUTES", "check_settings", "sso_of"]
 
 
 def sso_of(request: Request) -> SsoService:
