@@ -294,3 +294,28 @@ def test_a_sign_in_begun_on_one_node_finishes_on_another(tmp_path: Path) -> None
         b.stop()
         a.stop()
         provider.stop()
+
+
+@pytest.mark.parametrize("where", ["nobody listens", "another issuer"])
+def test_a_provider_that_cannot_be_used_is_a_502(
+    tmp_path: Path, world: tuple[Server, Provider, str], where: str
+) -> None:
+    _, provider, _ = world
+    issuer = (
+        f"http://127.0.0.1:{free_port()}" if where == "nobody listens" else provider.issuer + "/"
+    )  # the same discovery document, whose issuer is not this one
+    port = free_port()
+    env = {
+        **provider.svc_env(),
+        "SVC_OIDC_ISSUER": issuer,
+        "SVC_BASE_URL": f"http://127.0.0.1:{port}",
+    }
+    srv = Server(tmp_path / "data", env=env, port=port).start()
+    try:
+        assert call(srv, "GET", "/auth/methods").json()["sso"] == {"label": "Test ID"}
+        error = is_error(call(srv, "POST", "/auth/oidc/start"), 502)["error"]
+        assert error["code"] == "sso_unavailable", error
+        if where == "another issuer":
+            assert "SVC_OIDC_ISSUER" in error["message"], error
+    finally:
+        srv.stop()
