@@ -60,7 +60,7 @@ UNITS: tuple[Unit, ...] = (
     Unit("meta", "projects, hashed keys, salts, usage (SQLite, PostgreSQL)", ("credentials",)),
     Unit(
         "accounts",
-        "people, teams, roles, sessions, invitations, resets, two-factor",
+        "people, teams, roles, sessions, invitations, resets, two-factor, single sign-on",
         ("credentials", "limits", "mail", "meta"),
     ),
     Unit(

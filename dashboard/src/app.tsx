@@ -5,9 +5,7 @@ import { useEffect, useMemo, useState } from "preact/hooks";
 import {
   AccountDialog,
   clearHash,
-  ForgotPassword,
   InvitePage,
-  PasswordSignIn,
   ResetPage,
   TeamDialog,
   tokenFromHash,
@@ -17,6 +15,7 @@ import {
 } from "./accounts";
 import { Api, ApiError, type Params } from "./api";
 import { Chart } from "./chart";
+import { PersonSignIn } from "./sso";
 import { Query, scoped, useLoad, type Ctx } from "./context";
 import {
   addDays,
@@ -276,9 +275,7 @@ function SignIn(props: {
     <main id="main" class="center-page">
       <div class="card signin">
         <h1 class="brand-title">svc</h1>
-        <p class="lead">Sign in with your email and password.</p>
-        <PasswordSignIn onSignedIn={(t) => props.onSubmit(t, true)} />
-        <ForgotPassword />
+        <PersonSignIn onSignedIn={(t) => props.onSubmit(t, true)} />
         <p class="or">or with a project's secret key or the admin token</p>
         <form
           class="signin-form"

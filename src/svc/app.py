@@ -40,6 +40,8 @@ from svc.http.observe import RequestStats
 from svc.http.openapi import openapi_document
 from svc.http.saved import ROUTES as SAVED_ROUTES
 from svc.http.script import serve_script
+from svc.http.sso import ROUTES as SSO_ROUTES
+from svc.http.sso import check_settings as check_sso_settings
 from svc.limits.core import Limits
 from svc.mail import links as mail_links
 from svc.projects import ProjectService
@@ -52,6 +54,7 @@ log = logging.getLogger("svc")
 def create_app(settings: Settings) -> Starlette:
     internal_metrics.check_token(settings.internal_metrics_token)
     mail_links.check_settings(settings)  # mail on needs SVC_BASE_URL (svc.mail.links)
+    check_sso_settings(settings)  # single sign-on's settings (svc.accounts.sso)
     runtime = Runtime(settings)
     limits = Limits(settings, runtime.ingest.usage)  # rate limits and quotas (svc.limits)
     runtime.ingest.quotas = limits.quotas
@@ -108,6 +111,7 @@ def create_app(settings: Settings) -> Starlette:
         *DROPPED_ROUTES,  # what the pipeline dropped, by day and reason (svc.http.dropped)
         *MAIL_ROUTES,  # report and alert subscriptions, unsubscribe, the outbox's state
         *ACCOUNT_ROUTES,  # accounts, teams, invitations, guests, transfers
+        *SSO_ROUTES,  # single sign-on with OpenID Connect (svc.http.sso)
         *SAVED_ROUTES,  # saved goals, funnels, segments, annotations (svc.http.saved)
         Route(
             "/projects/{project_id}/edge-secrets",

@@ -232,6 +232,43 @@ class Settings:
     session_hours: float = _setting(
         24.0, "Lifetime of an account's session token after sign-in (hours)."
     )
+    password_signin: bool = _setting(
+        True,
+        "Sign-in with an email and a password (and password resets, and sign-up by invitation "
+        "with a password). false: those routes answer 403 password_signin_off and people sign "
+        "in with single sign-on only (needs SVC_OIDC_ISSUER).",
+    )
+    oidc_issuer: str = _setting(
+        "",
+        "Single sign-on: the OpenID Connect provider's issuer (https://id.example.com/realms/"
+        "acme); its discovery document is <issuer>/.well-known/openid-configuration, the "
+        "redirect URI <SVC_BASE_URL>/auth/oidc/callback. Empty: single sign-on is off.",
+    )
+    oidc_client_id: str = _setting(
+        "", "Single sign-on: svc's client id at the provider (needed with SVC_OIDC_ISSUER)."
+    )
+    oidc_client_secret: str = _setting(
+        "",
+        "Single sign-on: svc's client secret at the provider. Empty: a public client (PKCE "
+        "alone, no client authentication at the token endpoint).",
+    )
+    oidc_team: str = _setting(
+        "",
+        "Single sign-on: the team (team_...) a person signing in for the first time joins, "
+        "with SVC_OIDC_ROLE (an account is made for them). Empty: only people with an "
+        "account of the same verified email may sign in with it.",
+    )
+    oidc_role: str = _setting(
+        "viewer", "Single sign-on: the role in SVC_OIDC_TEAM (owner, admin, editor, viewer)."
+    )
+    sso_limit_per_address: str = _setting(
+        "120/h:60",
+        "Single sign-ons begun (POST /auth/oidc/start) per client address (same form as the "
+        "rate limits); past it, 429. 0: off.",
+    )
+    oidc_label: str = _setting(
+        "SSO", 'Single sign-on: the provider\'s name on the button ("Sign in with <label>").'
+    )
     invitation_hours: float = _setting(
         168.0, "Lifetime of an invitation link (hours; 168 is a week)."
     )

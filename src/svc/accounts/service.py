@@ -113,7 +113,7 @@ class AccountService:
         if passwords.needs_rehash(account.password_hash):
             new_hash = await asyncio.to_thread(passwords.hash_password, password_value)
             await asyncio.to_thread(store.set_password, self.meta, account.id, new_hash)
-        return await asyncio.to_thread(self._new_session, account)
+        return await asyncio.to_thread(self.new_session, account)
 
     async def _failed(self, address: str, email: str, reason: str, account: Account | None) -> None:
         await self.throttle.failed(address, email)
@@ -160,7 +160,8 @@ class AccountService:
             raise InvalidRequest(f"`{field}` is wrong", field=field)
         return account
 
-    def _new_session(self, account: Account) -> dict[str, Any]:
+    def new_session(self, account: Account) -> dict[str, Any]:
+        """A new session of the account: the answer of a sign-in (password or SSO)."""
         _, token, expires = store.create_session(self.meta, account.id, self.session_ms)
         return {"token": token, "expiresAt": iso_ms(expires), "account": account.to_json()}
 
@@ -476,7 +477,7 @@ class AccountService:
             joined = {"teamId": inv.team_id, "role": role}
         out: dict[str, Any] = {"joined": joined}
         if created is not None:
-            out.update(self._new_session(created))
+            out.update(self.new_session(created))
         return out
 
     def revoke_invitation(self, team_id: str, invitation_id: str) -> None:

@@ -19,6 +19,7 @@ from starlette.routing import Route
 
 from svc.accounts.access import Access
 from svc.accounts.service import AccountService
+from svc.accounts.sso import require_password_signin
 from svc.auth import Principal
 from svc.errors import Forbidden, InvalidRequest
 from svc.http.common import json_body, json_response, principal_of, runtime_of
@@ -98,6 +99,7 @@ def _run(status: int = 200) -> Callable[[Handler], Endpoint]:
 @_run()
 async def sign_in(request: Request) -> Any:
     """POST /auth/signin {email, password, code?}: a session token."""
+    require_password_signin(request.app.state.settings)
     body = await json_body(request)
     _unknown(body, {"email", "password", "code"})
     return await service_of(request).sign_in(
@@ -122,6 +124,7 @@ async def sign_out_everywhere(request: Request) -> Any:
 @_run(202)
 async def request_reset(request: Request) -> Any:
     """POST /auth/reset {email}: 202 whether or not the email has an account, at once."""
+    require_password_signin(request.app.state.settings)
     body = await json_body(request)
     _unknown(body, {"email"})
     await service_of(request).request_reset(body.get("email"), client_address(request))
@@ -130,6 +133,7 @@ async def request_reset(request: Request) -> Any:
 
 @_run()
 async def confirm_reset(request: Request) -> Any:
+    require_password_signin(request.app.state.settings)
     body = await json_body(request)
     _unknown(body, {"token", "password"})
     await asyncio.to_thread(
@@ -200,6 +204,8 @@ async def accept_invitation(request: Request) -> Any:
     access = None  # signed in: that account accepts; otherwise (or the admin token): sign up
     if request.headers.get("authorization"):
         access = (await principal_of(request)).access
+    if access is None:  # a sign-up with a password
+        require_password_signin(request.app.state.settings)
     body = await json_body(request)
     _unknown(body, {"password", "name"})
     return await asyncio.to_thread(

@@ -252,10 +252,12 @@ def account_paths(
         "/auth/signin": {
             "post": op(
                 "Sign in: a session token (401 invalid_credentials, the same for an unknown "
-                "email; totp_required: send `code`; 429 after repeated failures)",
+                "email; totp_required: send `code`; 429 after repeated failures; 403 "
+                "password_signin_off when SVC_PASSWORD_SIGNIN is false)",
                 {"200": _json("Session", "The session.")},
                 400,
                 401,
+                403,
                 429,
                 body="SignInInput",
                 public=True,
@@ -271,6 +273,7 @@ def account_paths(
                 "limited per client address and per email",
                 {"202": {"description": "Accepted."}},
                 400,
+                403,
                 429,
                 public=True,
             )
@@ -280,6 +283,7 @@ def account_paths(
                 "Set a new password with the reset token {token, password}; signs out everywhere",
                 done,
                 400,
+                403,
                 404,
                 public=True,
             )
@@ -378,6 +382,7 @@ def account_paths(
                 "(and get a session)",
                 {"200": _json("Accepted", "Joined.")},
                 400,
+                403,
                 404,
                 409,
                 body="AcceptInput",

@@ -24,6 +24,7 @@ from svc.http.mail import openapi_paths as mail_paths
 from svc.http.overview_doc import OVERVIEW_TYPES, overview_paths
 from svc.http.projects import NAME as PROJECT_NAME
 from svc.http.saved_doc import SAVED_TYPES, saved_paths
+from svc.http.sso_doc import SSO_TYPES, sso_paths
 from svc.queries.breakdown import MAX_OFFSET
 from svc.queries.filters import OPERATORS
 from svc.queries.journeys import MAX_DEPTH
@@ -681,6 +682,7 @@ TYPES: dict[str, type[Struct]] = {
     **DROPPED_TYPES,  # svc.http.dropped_doc
     **OVERVIEW_TYPES,  # svc.http.overview_doc
     **SAVED_TYPES,  # svc.http.saved_doc
+    **SSO_TYPES,  # svc.http.sso_doc
 }
 
 
@@ -1240,6 +1242,7 @@ def _paths(settings: Settings) -> dict[str, Any]:
         **mail_paths(settings, secured, _errors, _param),  # svc.http.mail
         **account_paths(settings, secured, (_errors, _json, _param, _ref)),  # accounts_doc
         **saved_paths(settings, secured, (_errors, _json, _param)),  # saved_doc
+        **sso_paths(settings, (_errors, _json, _param, _ref)),  # sso_doc
         **_pages(settings),
         "/internal/metrics": {
             "get": {

@@ -96,6 +96,10 @@ RULES: dict[str, str] = {
     "POST /auth/signout-everywhere": ACCOUNT,
     "POST /auth/reset": PUBLIC,
     "POST /auth/reset/confirm": PUBLIC,
+    "GET /auth/methods": PUBLIC,  # password sign-in on or off, single sign-on's label
+    "POST /auth/oidc/start": PUBLIC,
+    "GET /auth/oidc/callback": PUBLIC,  # the provider's code and state are the credential
+    "POST /auth/oidc/finish": PUBLIC,
     "GET /account": ACCOUNT,
     "PATCH /account": ACCOUNT,
     "POST /account/totp": ACCOUNT,

@@ -339,3 +339,35 @@ saved_annotations = Table(
 )
 
 SAVED_TABLES = (saved_goals, saved_funnels, segments, saved_annotations)
+
+# single sign-on with OpenID Connect (svc.accounts.sso) ----------------------------------------
+
+# a sign-in begun at the provider: single use, kept until it expires (minutes); the state and
+# the browser's binding stored as SHA-256 hashes, the nonce and PKCE verifier as they are (the
+# code exchange needs the verifier, and neither signs anyone in without the provider's code)
+oidc_logins = Table(
+    "oidc_logins",
+    metadata,
+    Column("state_hash", String(64), primary_key=True),
+    Column("binding_hash", String(64), nullable=False),
+    Column("nonce", String(64), nullable=False),
+    Column("code_verifier", String(128), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("expires_at", BigInteger, nullable=False),
+    Index("ix_oidc_logins_expires", "expires_at"),
+)
+
+# an account's identity at a provider: (issuer, subject) signs in to the account
+oidc_identities = Table(
+    "oidc_identities",
+    metadata,
+    Column("issuer", String(255), primary_key=True),
+    Column("subject", String(255), primary_key=True),
+    Column("account_id", String(40), ForeignKey("accounts.id", ondelete="CASCADE"), nullable=False),
+    Column("email", String(320), nullable=False),  # as the provider last said it (lower case)
+    Column("created_at", BigInteger, nullable=False),
+    Column("last_used_at", BigInteger, nullable=False),
+    Index("ix_oidc_identities_account", "account_id"),
+)
+
+SSO_TABLES = (oidc_logins, oidc_identities)
