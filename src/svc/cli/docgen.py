@@ -76,8 +76,9 @@ service's errors, and a non-zero exit status; `--debug` (or `SVCM_DEBUG=1`) adds
 
 ## Import
 
-`svcm import` reads svc's own NDJSON and CSV exports (lossless on a data directory), NDJSON
-events as POST /analytics takes them, Umami's CSV export of `website_event` rows, and
+`svcm import` reads svc's own NDJSON, CSV and Parquet exports (GET /export, `svcm export`;
+told apart by extension, magic bytes and columns; lossless on a data directory and over HTTP:
+every count of every dimension comes back), NDJSON events as POST /analytics takes them, Umami's CSV export of `website_event` rows, and
 Plausible's CSV export (the zip, its directory or its `imported_*.csv` files). Plausible
 exports daily totals, not events: each day is rebuilt as that many sessions, bounces, page
 views, visit time, pages, entry pages, sources, countries, devices, browsers and systems, so
@@ -98,8 +99,9 @@ summary (`--json` lists them all) and make the exit status 4.
   `ts` and `eventId`. The service takes events up to 7 days old: older rows are refused with
   a pointer to `--data-dir`. A stand-in address from the documentation range 2001:db8::/32 is
   sent per imported visitor, so visitors are counted as in the source (no location is derived
-  from it). The service enriches the events itself: browser, system and country of the source
-  are not sent.
+  from it). The browser, system, device and location the source recorded go as each event's
+  `client` (POST /analytics keeps them instead of deriving them), so they show up in
+  breakdowns as on a data directory.
 - On a data directory (service stopped) the rows go straight into the event store, in chunks
   of up to 1,000, each with a deterministic insert deduplication token, after skipping rows
   whose `eventId` is stored already. History of any age is taken, with the source's browser,

@@ -85,9 +85,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         sub,
         "import",
         summary="import events from svc, Umami or Plausible exports",
-        description="Import events into a project from svc's NDJSON or CSV export (or "
-        "NDJSON of events as\nPOST /analytics takes them), Umami's CSV export of "
-        "website_event, or Plausible's CSV\nexport (the zip, its directory or its "
+        description="Import events into a project from svc's NDJSON, CSV or Parquet export "
+        "(or NDJSON of\nevents as POST /analytics takes them), Umami's CSV export of "
+        "website_event, or Plausible's\nCSV export (the zip, its directory or its "
         "imported_*.csv files; rebuilt from daily totals).\n\n"
         "Every row gets a deterministic eventId, so running the same import again (after a "
         "failure\nhalfway, say) skips what is stored already. Over HTTP (--url) the service "
@@ -117,7 +117,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--format",
         choices=FORMATS,
         default="auto",
-        help="auto (default: from name, extension and columns), ndjson, csv, umami or plausible",
+        help="auto (default: from name, extension, magic bytes and columns), "
+        + ", ".join(FORMATS[1:]),
     )
     p.add_argument(
         "--batch-size",

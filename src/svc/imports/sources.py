@@ -5,13 +5,15 @@ Inputs (``auto`` tells them apart by name, extension and header):
 - ``ndjson``: svc's own NDJSON export (the columns of GET /export), or events as they are sent
   to POST /analytics, one a line (:mod:`svc.imports.svc_export`);
 - ``csv``: svc's own CSV export (same columns);
+- ``parquet``: svc's own Parquet export (same columns; told apart by its magic bytes);
 - ``umami``: Umami's CSV export of ``website_event`` rows (:mod:`svc.imports.umami`);
 - ``plausible``: Plausible's CSV export (a zip, a directory or the ``imported_*.csv`` files):
   aggregate tables per day, rebuilt into events by :mod:`svc.imports.plausible`.
 
-A path may be a file, a directory (its ``.csv``, ``.ndjson`` and ``.zip`` files), a zip (its
-``.csv`` and ``.ndjson`` members) or ``-`` (stdin, kept in a temporary file so that it can be
-read twice: once to count its rows for a progress bar, once to import them).
+A path may be a file, a directory (its ``.csv``, ``.ndjson``, ``.parquet`` and ``.zip``
+files), a zip (its ``.csv``, ``.ndjson`` and ``.parquet`` members) or ``-`` (stdin, kept in a
+temporary file so that it can be read twice: once to count its rows for a progress bar, once
+to import them).
 """
 
 from __future__ import annotations
@@ -30,10 +32,19 @@ from typing import IO, Any
 from svc.imports import plausible
 from svc.imports.plausible import PLAUSIBLE_NAME, PLAUSIBLE_TABLES
 from svc.imports.rows import ImportFailed, Item, Refusal, Source
-from svc.imports.svc_export import SVC_COLUMNS, ndjson_rows, svc_csv_rows
+from svc.imports.svc_export import (
+    SVC_COLUMNS,
+    ndjson_rows,
+    parquet_count,
+    parquet_rows,
+    svc_csv_rows,
+)
 from svc.imports.umami import UMAMI_COLUMNS, umami_rows
 
-FORMATS = ("auto", "ndjson", "csv", "umami", "plausible")
+FORMATS = ("auto", "ndjson", "csv", "parquet", "umami", "plausible")
+#: The file names a directory or a zip is searched for.
+SUFFIXES = (".csv", ".ndjson", ".jsonl", ".json", ".parquet")
+PARQUET_MAGIC = b"PAR1"
 
 
 def sources_of(paths: list[str], fmt: str) -> list[Source]:
@@ -46,13 +57,9 @@ def sources_of(paths: list[str], fmt: str) -> list[Source]:
             continue
         path = Path(raw).expanduser()
         if path.is_dir():
-            found = sorted(
-                p
-                for p in path.iterdir()
-                if p.suffix.lower() in (".csv", ".ndjson", ".jsonl", ".json", ".zip")
-            )
+            found = sorted(p for p in path.iterdir() if p.suffix.lower() in (*SUFFIXES, ".zip"))
             if not found:
-                raise ImportFailed(f"{path}: no .csv, .ndjson or .zip files in it")
+                raise ImportFailed(f"{path}: no .csv, .ndjson, .parquet or .zip files in it")
             for p in found:
                 out += _file_sources(p)
         elif path.is_file():
@@ -123,13 +130,13 @@ def _file_sources(path: Path) -> list[Source]:
                 i
                 for i in archive.infolist()
                 if not i.is_dir()
-                and Path(i.filename).suffix.lower() in (".csv", ".ndjson", ".jsonl")
+                and Path(i.filename).suffix.lower() in SUFFIXES
                 and not Path(i.filename).name.startswith(".")
             ),
             key=lambda i: i.filename,
         )
         if not members:
-            raise ImportFailed(f"{path}: the zip holds no .csv or .ndjson files")
+            raise ImportFailed(f"{path}: the zip holds no .csv, .ndjson or .parquet files")
         return [
             Source(
                 f"{path.name}:{m.filename}",
@@ -156,6 +163,12 @@ def _header(source: Source) -> tuple[str, list[str]]:
 def detect(source: Source, fmt: str) -> str:
     """The kind of a source: ``ndjson``, ``csv`` (svc), ``umami`` or ``plausible:<table>``."""
     name = source.label.lower()
+    with source.open() as f:
+        magic = f.read(4)
+    if fmt == "parquet" or (fmt == "auto" and magic == PARQUET_MAGIC):
+        if magic != PARQUET_MAGIC:
+            raise ImportFailed(f"{source.label}: not a Parquet file")
+        return "parquet"
     text, columns = _header(source)
     cols = set(columns)
     if fmt == "ndjson" or (fmt == "auto" and text.startswith("{")):
@@ -191,12 +204,14 @@ def detect(source: Source, fmt: str) -> str:
         return "ndjson"
     raise ImportFailed(
         f"{source.label}: cannot tell its format (columns: {', '.join(columns[:8]) or 'none'}); "
-        "give --format ndjson, csv, umami or plausible"
+        "give --format ndjson, csv, parquet, umami or plausible"
     )
 
 
 def count_rows(source: Source) -> int:
     """Lines in a source (a progress total: close enough for CSV with quoted newlines)."""
+    if source.kind == "parquet":
+        return parquet_count(source)
     n = 0
     with source.open() as f:
         while chunk := f.read(1 << 20):
@@ -210,6 +225,8 @@ def rows_of(source: Source) -> Iterator[Item]:
         return ndjson_rows(source)
     if source.kind == "csv":
         return svc_csv_rows(source)
+    if source.kind == "parquet":
+        return parquet_rows(source)
     if source.kind == "umami":
         return umami_rows(source)
     raise ImportFailed(f"{source.label}: no reader for {source.kind}")
