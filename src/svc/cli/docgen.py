@@ -78,8 +78,9 @@ service's errors, and a non-zero exit status; `--debug` (or `SVCM_DEBUG=1`) adds
 
 `svcm import` reads svc's own NDJSON, CSV and Parquet exports (GET /export, `svcm export`;
 told apart by extension, magic bytes and columns; lossless on a data directory and over HTTP:
-every count of every dimension comes back), NDJSON events as POST /analytics takes them, Umami's CSV export of `website_event` rows, and
-Plausible's CSV export (the zip, its directory or its `imported_*.csv` files). Plausible
+every count of every dimension comes back), NDJSON events as POST /analytics takes them,
+Umami's CSV export of `website_event` rows, Plausible's CSV export (the zip, its directory or
+its `imported_*.csv` files) and GA4's BigQuery export (below). Plausible
 exports daily totals, not events: each day is rebuilt as that many sessions, bounces, page
 views, visit time, pages, entry pages, sources, countries, devices, browsers and systems, so
 the day's totals and its breakdowns by page, entry page, source, country, device, browser and
@@ -87,6 +88,24 @@ system match Plausible's. What the export does not hold is not real: combination
 dimensions (source *and* country), exit pages, and the hours of the day (sessions are spread
 evenly over it). Umami's event properties and page titles are not in its CSV export and are
 not imported.
+
+GA4's BigQuery export (the `events_YYYYMMDD` tables as NDJSON, BigQuery's JSON export, or
+Parquet; a directory of them) is told apart by its columns (`event_name`, `event_timestamp`,
+`user_pseudo_id`...). `page_view` becomes a page view, `purchase` a purchase (`value` and
+`currency` from its parameters, else `ecommerce.purchase_revenue`; `transaction_id`; `items`
+with `item_id`, `item_name`, `price`, `quantity`), so it counts as revenue, and any other event
+a custom event with its `event_params` as properties. The page is `page_location`, the
+referrer `page_referrer`, and the event's `collected_traffic_source` (manual source, medium,
+campaign, content, term, `gclid`) is added to the page's UTM parameters where they are
+missing, so sources are attributed as for live events. The session is the user's
+`ga_session_id` (a client-named session), the visitor `user_pseudo_id`. The device category,
+browser and version, system and version (`Windows 10` is `Windows`, `10`), country (GA4's
+English name as its ISO code) and city are kept. Not kept: GA4's bookkeeping events
+(`session_start`, `first_visit`, `first_open`, `user_engagement`) and parameters
+(`ga_session_number`, `engagement_time_msec`, `session_engaged`, `entrances`, `batch_*`...),
+`user_id` and `user_properties` (svc counts browsers, not people across devices),
+`traffic_source` (the user's first acquisition, not the session's) and `geo.region` (a name;
+svc's region is an ISO 3166-2 code). A file's events are sorted by time before import.
 
 Every row gets a deterministic `eventId` (its own, Umami's `event_id`, or a hash of what
 identifies the row in its source), so running the same import again, after a failure halfway

@@ -6,6 +6,8 @@ Inputs (``auto`` tells them apart by name, extension and header):
   to POST /analytics, one a line (:mod:`svc.imports.svc_export`);
 - ``csv``: svc's own CSV export (same columns);
 - ``parquet``: svc's own Parquet export (same columns; told apart by its magic bytes);
+- ``ga4``: Google Analytics 4's BigQuery export, NDJSON or Parquet files of its
+  ``events_*`` tables (told apart by its columns: :mod:`svc.imports.ga4`);
 - ``umami``: Umami's CSV export of ``website_event`` rows (:mod:`svc.imports.umami`);
 - ``plausible``: Plausible's CSV export (a zip, a directory or the ``imported_*.csv`` files):
   aggregate tables per day, rebuilt into events by :mod:`svc.imports.plausible`.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import shutil
 import sys
 import tempfile
@@ -30,18 +33,20 @@ from pathlib import Path
 from typing import IO, Any
 
 from svc.imports import plausible
+from svc.imports.ga4 import ga4_rows, is_ga4
 from svc.imports.plausible import PLAUSIBLE_NAME, PLAUSIBLE_TABLES
 from svc.imports.rows import ImportFailed, Item, Refusal, Source
 from svc.imports.svc_export import (
     SVC_COLUMNS,
     ndjson_rows,
+    parquet_columns,
     parquet_count,
     parquet_rows,
     svc_csv_rows,
 )
 from svc.imports.umami import UMAMI_COLUMNS, umami_rows
 
-FORMATS = ("auto", "ndjson", "csv", "parquet", "umami", "plausible")
+FORMATS = ("auto", "ndjson", "csv", "parquet", "umami", "plausible", "ga4")
 #: The file names a directory or a zip is searched for.
 SUFFIXES = (".csv", ".ndjson", ".jsonl", ".json", ".parquet")
 PARQUET_MAGIC = b"PAR1"
@@ -160,17 +165,42 @@ def _header(source: Source) -> tuple[str, list[str]]:
     return text, [c.strip() for c in columns]
 
 
+def _is_parquet(source: Source) -> bool:
+    with source.open() as f:
+        return f.read(4) == PARQUET_MAGIC
+
+
+def _ga4_line(text: str) -> bool:
+    """Whether the first line of an NDJSON file is an event of GA4's BigQuery export."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(obj, dict) and is_ga4(set(obj))
+
+
 def detect(source: Source, fmt: str) -> str:
     """The kind of a source: ``ndjson``, ``csv`` (svc), ``umami`` or ``plausible:<table>``."""
     name = source.label.lower()
-    with source.open() as f:
-        magic = f.read(4)
-    if fmt == "parquet" or (fmt == "auto" and magic == PARQUET_MAGIC):
-        if magic != PARQUET_MAGIC:
-            raise ImportFailed(f"{source.label}: not a Parquet file")
-        return "parquet"
+    if _is_parquet(source):
+        ga4 = is_ga4(parquet_columns(source))
+        if fmt == "ga4" or (fmt == "auto" and ga4):
+            if not ga4:
+                raise ImportFailed(f"{source.label}: not a GA4 BigQuery export (no event_name)")
+            return "ga4"
+        if fmt in ("auto", "parquet"):
+            return "parquet"
+        raise ImportFailed(f"{source.label}: a Parquet file, not {fmt}")
+    if fmt == "parquet":
+        raise ImportFailed(f"{source.label}: not a Parquet file")
     text, columns = _header(source)
     cols = set(columns)
+    if fmt == "ga4" or (fmt == "auto" and text.startswith("{") and _ga4_line(text)):
+        if not _ga4_line(text):
+            raise ImportFailed(
+                f"{source.label}: not a GA4 BigQuery export (no event_name, event_timestamp...)"
+            )
+        return "ga4"
     if fmt == "ndjson" or (fmt == "auto" and text.startswith("{")):
         return "ndjson"
     match = PLAUSIBLE_NAME.search(name)
@@ -204,19 +234,19 @@ def detect(source: Source, fmt: str) -> str:
         return "ndjson"
     raise ImportFailed(
         f"{source.label}: cannot tell its format (columns: {', '.join(columns[:8]) or 'none'}); "
-        "give --format ndjson, csv, parquet, umami or plausible"
+        "give --format ndjson, csv, parquet, umami, plausible or ga4"
     )
 
 
 def count_rows(source: Source) -> int:
     """Lines in a source (a progress total: close enough for CSV with quoted newlines)."""
-    if source.kind == "parquet":
+    if _is_parquet(source):
         return parquet_count(source)
     n = 0
     with source.open() as f:
         while chunk := f.read(1 << 20):
             n += chunk.count(b"\n")
-    return max(0, n - (0 if source.kind == "ndjson" else 1))
+    return max(0, n - (0 if source.kind in ("ndjson", "ga4") else 1))
 
 
 def rows_of(source: Source) -> Iterator[Item]:
@@ -227,6 +257,8 @@ def rows_of(source: Source) -> Iterator[Item]:
         return svc_csv_rows(source)
     if source.kind == "parquet":
         return parquet_rows(source)
+    if source.kind == "ga4":
+        return ga4_rows(source, parquet=_is_parquet(source))
     if source.kind == "umami":
         return umami_rows(source)
     raise ImportFailed(f"{source.label}: no reader for {source.kind}")

@@ -21,6 +21,7 @@ from typing import Any
 
 from svc.csv_cells import unneutralised as original_text
 from svc.imports.rows import (
+    ImportFailed,
     Item,
     Occurrences,
     Refusal,
@@ -157,29 +158,45 @@ def svc_csv_rows(source: Source) -> Iterator[Item]:
 
 def parquet_rows(source: Source) -> Iterator[Item]:
     """The rows of svc's Parquet export (GET /export?format=parquet, ``svcm export -o
-    x.parquet``): the same columns as NDJSON, ``properties`` a map. pyarrow is loaded here
-    only (it is heavy, and ``svcm`` starts without it)."""
+    x.parquet``): the same columns as NDJSON, ``properties`` a map."""
+    occ = Occurrences("svc")
+    for number, obj in enumerate(parquet_records(source), 1):
+        where = f"{source.label}:{number}"
+        try:
+            identity = occ.identity(obj.get("ts_ms"), svc_identity(obj))
+            yield _svc_row(where, obj, identity)
+        except (ValueError, TypeError) as exc:
+            yield Refusal(where, reason_of(exc))
+
+
+def parquet_records(source: Source) -> Iterator[dict[str, Any]]:
+    """The rows of a Parquet file as JSON would have them (text as ``str``, a map as a
+    ``dict``, a struct as a ``dict``, a list as a ``list``); :class:`ImportFailed` for a file
+    pyarrow cannot read. pyarrow is loaded here only (it is heavy, and ``svcm`` starts
+    without it)."""
     import pyarrow.parquet as pq
 
-    occ = Occurrences("svc")
     with source.open() as f:
         data = f if f.seekable() else io.BytesIO(f.read())
         try:
             parquet = pq.ParquetFile(data)
         except Exception as exc:  # pyarrow's errors have no common base of their own
-            yield Refusal(source.label, f"not a readable Parquet file ({exc})")
-            return
-        number = 0
+            raise ImportFailed(f"{source.label}: not a readable Parquet file ({exc})") from exc
         for batch in parquet.iter_batches(batch_size=10_000):
             for rec in batch.to_pylist():
-                number += 1
-                where = f"{source.label}:{number}"
-                obj = {k: _plain(v) for k, v in rec.items()}
-                try:
-                    identity = occ.identity(obj.get("ts_ms"), svc_identity(obj))
-                    yield _svc_row(where, obj, identity)
-                except (ValueError, TypeError) as exc:
-                    yield Refusal(where, reason_of(exc))
+                yield {k: _plain(v) for k, v in rec.items()}
+
+
+def parquet_columns(source: Source) -> set[str]:
+    """The column names of a Parquet source."""
+    import pyarrow.parquet as pq
+
+    with source.open() as f:
+        data = f if f.seekable() else io.BytesIO(f.read())
+        try:
+            return set(pq.ParquetFile(data).schema_arrow.names)
+        except Exception as exc:  # see parquet_records
+            raise ImportFailed(f"{source.label}: not a readable Parquet file ({exc})") from exc
 
 
 def parquet_count(source: Source) -> int:
@@ -192,11 +209,15 @@ def parquet_count(source: Source) -> int:
 
 
 def _plain(value: Any) -> Any:
-    """A Parquet cell as the NDJSON export has it: text as ``str``, a map as a ``dict``."""
+    """A Parquet cell as JSON has it: text as ``str``, a map as a ``dict``."""
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
-    if isinstance(value, list) and all(isinstance(kv, tuple) and len(kv) == 2 for kv in value):
-        return {_plain(k): _plain(v) for k, v in value}
+    if isinstance(value, list):
+        if value and all(isinstance(kv, tuple) and len(kv) == 2 for kv in value):
+            return {_plain(k): _plain(v) for k, v in value}
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
     return value
 
 
