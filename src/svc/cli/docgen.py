@@ -80,14 +80,24 @@ service's errors, and a non-zero exit status; `--debug` (or `SVCM_DEBUG=1`) adds
 told apart by extension, magic bytes and columns; lossless on a data directory and over HTTP:
 every count of every dimension comes back), NDJSON events as POST /analytics takes them,
 Umami's CSV export of `website_event` rows, Plausible's CSV export (the zip, its directory or
-its `imported_*.csv` files) and GA4's BigQuery export (below). Plausible
-exports daily totals, not events: each day is rebuilt as that many sessions, bounces, page
-views, visit time, pages, entry pages, sources, countries, devices, browsers and systems, so
-the day's totals and its breakdowns by page, entry page, source, country, device, browser and
-system match Plausible's. What the export does not hold is not real: combinations of two
-dimensions (source *and* country), exit pages, and the hours of the day (sessions are spread
-evenly over it). Umami's event properties and page titles are not in its CSV export and are
-not imported.
+its `imported_*.csv` files) and GA4's BigQuery export (below).
+
+Plausible exports daily totals, not events: each day is rebuilt as that many sessions, each
+with a source, device, browser, system, country and entry page. Every session table of the
+export (`imported_sources`, `_devices`, `_browsers`, `_operating_systems`, `_locations`,
+`_entry_pages`) comes back with Plausible's visits and bounces per value, and the page views
+and visit time per source and per device too: the sessions that did not bounce are rebuilt as
+a table of source x device (every pair that can meet does) and their page views and time are
+placed on it by a maximum flow, exact per source always and per device whenever a placement
+exists on those pairs. Visitors per source and device are Plausible's as far as merging
+sessions of one pair into one visitor gets; the page views and time per browser, system,
+country and entry page as close as one pass gets (longest sessions first, each to the value
+that needs the most page views per session). Page views per page are Plausible's, and the
+day's visitors, visits, page views, bounce rate and visit time. What the export does not hold
+is not real: combinations of two dimensions (source *and* country), exit pages, and the hours
+of the day (sessions are spread evenly over it). Plausible's `Laptop` is svc's `desktop`; its
+city ids are not names and are left out. Umami's event properties and page titles are not in
+its CSV export and are not imported.
 
 GA4's BigQuery export (the `events_YYYYMMDD` tables as NDJSON, BigQuery's JSON export, or
 Parquet; a directory of them) is told apart by its columns (`event_name`, `event_timestamp`,

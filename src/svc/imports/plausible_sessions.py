@@ -1,0 +1,314 @@
+"""The sessions of one day of a Plausible export, rebuilt from its per-dimension totals.
+
+Plausible's session tables (``imported_sources``, ``imported_devices``, ``imported_browsers``,
+``imported_operating_systems``, ``imported_locations``, ``imported_entry_pages``) each hold,
+per value, the day's visits, visitors, page views, bounces and visit duration of the sessions
+with that value. :func:`rebuild` makes sessions (each with a value of every dimension, a
+number of page views, a duration and a visitor) whose totals per value are those:
+
+- Every table's visits and bounces per value, exactly: bounces are one page view each, so
+  their values are dealt out per dimension independently.
+- Page views and visit duration per source *and* per device, exactly whenever the export
+  allows it (it does when it comes from real sessions, as Plausible's does): the sessions that
+  did not bounce are a table of source x device (:func:`spread`: every pair that may meet
+  does), and their page views and durations are transports on that table
+  (:func:`transport`, a maximum flow), each session at least two page views where the totals
+  allow. What cannot be placed stays exact per source.
+- The other tables' page views and duration per value as close as one pass gets: the longest
+  sessions first, each to the value that still needs the most page views per session.
+- Visitors: the day's, exactly; per source and device as close as merging sessions of one
+  pair into one visitor gets.
+
+Combinations of dimensions (source *and* country) are not in the export and are not real.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+INF = 1 << 62
+#: The dimensions whose page views and durations are rebuilt exactly, together.
+PRIMARY = ("source", "device")
+
+
+@dataclass
+class Stat:
+    """What a table says of one value on one day (or of the whole day)."""
+
+    visits: int = 0
+    visitors: int = 0
+    pageviews: int = 0
+    bounces: int = 0
+    duration: int = 0
+
+    def add(self, other: Stat) -> None:
+        self.visits += other.visits
+        self.visitors += other.visitors
+        self.pageviews += other.pageviews
+        self.bounces += other.bounces
+        self.duration += other.duration
+
+
+@dataclass
+class Session:
+    values: dict[str, Any]
+    pageviews: int
+    duration: int
+    bounce: bool
+    visitor: int = 0
+    custom: list[Any] = field(default_factory=list)
+
+
+Table = dict[Any, Stat]
+
+
+def fit(table: Table, total: Stat, blank: Hashable) -> Table:
+    """``table`` with the day's totals: what it lacks under ``blank`` (sessions the table does
+    not name, such as those without a country), what it has too much taken from its largest
+    values; each value's bounces at most its visits and its page views at least one a visit."""
+    out = {k: Stat(**vars(v)) for k, v in table.items()}
+    for name in ("visits", "bounces", "pageviews", "duration", "visitors"):
+        have = sum(getattr(s, name) for s in out.values())
+        want = getattr(total, name)
+        if have < want:
+            s = out.setdefault(blank, Stat())
+            setattr(s, name, getattr(s, name) + want - have)
+        for key in sorted(out, key=lambda k: -getattr(out[k], name)):
+            if have <= want:
+                break
+            cut = min(have - want, getattr(out[key], name))
+            setattr(out[key], name, getattr(out[key], name) - cut)
+            have -= cut
+    for s in out.values():
+        s.bounces = min(s.bounces, s.visits)
+        s.pageviews = max(s.pageviews, s.visits)
+    return {k: s for k, s in out.items() if s.visits or s.pageviews or s.duration}
+
+
+class _Flow:
+    """Dinic's maximum flow on a small graph."""
+
+    def __init__(self, n: int) -> None:
+        self.g: list[list[list[int]]] = [[] for _ in range(n)]
+
+    def edge(self, u: int, v: int, cap: int) -> tuple[int, int]:
+        self.g[u].append([v, cap, len(self.g[v])])
+        self.g[v].append([u, 0, len(self.g[u]) - 1])
+        return u, len(self.g[u]) - 1
+
+    def flow(self, e: tuple[int, int]) -> int:
+        v, _, back = self.g[e[0]][e[1]]
+        return self.g[v][back][1]
+
+    def run(self, s: int, t: int) -> int:
+        total = 0
+        while True:
+            level = [-1] * len(self.g)
+            level[s] = 0
+            queue = deque([s])
+            while queue:
+                u = queue.popleft()
+                for v, cap, _ in self.g[u]:
+                    if cap > 0 and level[v] < 0:
+                        level[v] = level[u] + 1
+                        queue.append(v)
+            if level[t] < 0:
+                return total
+            it = [0] * len(self.g)
+            while pushed := self._push(s, t, INF, level, it):
+                total += pushed
+
+    def _push(self, u: int, t: int, f: int, level: list[int], it: list[int]) -> int:
+        if u == t:
+            return f
+        while it[u] < len(self.g[u]):
+            e = self.g[u][it[u]]
+            v, cap, back = e
+            if cap > 0 and level[v] == level[u] + 1:
+                pushed = self._push(v, t, min(f, cap), level, it)
+                if pushed:
+                    e[1] -= pushed
+                    self.g[v][back][1] += pushed
+                    return pushed
+            it[u] += 1
+        return 0
+
+
+Cells = dict[tuple[Any, Any], int]
+
+
+def transport(rows: dict[Any, int], cols: dict[Any, int], caps: Cells) -> Cells:
+    """A table of non-negative amounts on the cells of ``caps`` (each at most its capacity)
+    whose row and column sums are at most ``rows`` and ``cols``, as much as can be placed."""
+    r, c = list(rows), list(cols)
+    flow = _Flow(2 + len(r) + len(c))
+    src, sink = 0, 1
+    ri = {k: 2 + i for i, k in enumerate(r)}
+    ci = {k: 2 + len(r) + i for i, k in enumerate(c)}
+    for k in r:
+        flow.edge(src, ri[k], rows[k])
+    for k in c:
+        flow.edge(ci[k], sink, cols[k])
+    edges = {cell: flow.edge(ri[cell[0]], ci[cell[1]], cap) for cell, cap in caps.items() if cap}
+    flow.run(src, sink)
+    return {cell: f for cell, e in edges.items() if (f := flow.flow(e))}
+
+
+def spread(rows: dict[Any, int], cols: dict[Any, int]) -> Cells:
+    """Counts with these row and column sums (equal totals) on as many cells as can hold one."""
+    every = {(a, b): 1 for a in rows for b in cols}
+    first = transport(rows, cols, every)
+    left_r = {k: n - sum(v for (a, _), v in first.items() if a == k) for k, n in rows.items()}
+    left_c = {k: n - sum(v for (_, b), v in first.items() if b == k) for k, n in cols.items()}
+    rest = transport(left_r, left_c, dict.fromkeys(every, INF))
+    return {
+        cell: first.get(cell, 0) + rest.get(cell, 0)
+        for cell in every
+        if cell in first or cell in rest
+    }
+
+
+def _exact(rows: dict[Any, int], cols: dict[Any, int], support: Cells) -> Cells:
+    """Amounts on ``support`` with these row sums (exact) and column sums (exact when a
+    transport finds them: what it cannot place goes to the row's first cell)."""
+    placed = transport(rows, cols, dict.fromkeys(support, INF))
+    for a, n in rows.items():
+        left = n - sum(v for (r, _), v in placed.items() if r == a)
+        if left > 0:
+            cell = next(cell for cell in support if cell[0] == a)
+            placed[cell] = placed.get(cell, 0) + left
+    return placed
+
+
+def _sized(counts: dict[Any, int], n: int, blank: Hashable) -> dict[Any, int]:
+    """``counts`` summing to ``n``: the lack under ``blank``, the excess off the largest."""
+    out = {k: max(0, v) for k, v in counts.items()}
+    have = sum(out.values())
+    if have < n:
+        out[blank] = out.get(blank, 0) + n - have
+    for key in sorted(out, key=lambda k: -out[k]):
+        if have <= n:
+            break
+        cut = min(have - n, out[key])
+        out[key] -= cut
+        have -= cut
+    return {k: v for k, v in out.items() if v}
+
+
+def _even(total: int, n: int) -> list[int]:
+    q, r = divmod(total, n)
+    return [q + (1 if i < r else 0) for i in range(n)]
+
+
+def _deal(counts: dict[Any, int]) -> list[Any]:
+    """The values of ``counts`` as a list, most frequent first (deterministic)."""
+    out: list[Any] = []
+    for value, n in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0]))):
+        out += [value] * n
+    return out
+
+
+def rebuild(tables: dict[str, Table], total: Stat, blanks: dict[str, Hashable]) -> list[Session]:
+    """The day's sessions (see the module docstring); ``tables`` by dimension, each fitted to
+    ``total`` with its ``blanks`` value for what it does not name."""
+    total = Stat(**vars(total))
+    total.bounces = min(total.bounces, total.visits)
+    total.pageviews = max(total.pageviews, total.visits)
+    fitted = {d: fit(tables.get(d, {}), total, blanks[d]) for d in blanks}
+    bounces = total.bounces
+    sessions: list[Session] = []
+    bounce_values = {
+        d: _deal(_sized({k: s.bounces for k, s in t.items()}, bounces, blanks[d]))
+        for d, t in fitted.items()
+    }
+    for i in range(bounces):
+        values = {d: bounce_values[d][i] for d in fitted}
+        sessions.append(Session(values, 1, 0, True))
+
+    # the sessions that did not bounce: source x device
+    a, b = PRIMARY
+    others = total.visits - bounces
+    m = {
+        d: _sized({k: s.visits - s.bounces for k, s in t.items()}, others, blanks[d])
+        for d, t in fitted.items()
+    }
+    for d, t in fitted.items():
+        for k in m[d]:
+            t.setdefault(k, Stat())
+    q = {d: {k: s.pageviews - s.bounces for k, s in t.items()} for d, t in fitted.items()}
+    dur = {d: {k: s.duration for k, s in t.items()} for d, t in fitted.items()}
+    counts = spread({k: n for k, n in m[a].items() if n}, {k: n for k, n in m[b].items() if n})
+    two = all(q[d][k] >= 2 * n for d in PRIMARY for k, n in m[d].items())
+    low = {cell: n * (2 if two else 1) for cell, n in counts.items()}
+
+    def left(d: str, index: int) -> dict[Any, int]:
+        base = {k: sum(v for cell, v in low.items() if cell[index] == k) for k in m[d]}
+        return {k: max(0, q[d][k] - base[k]) for k in m[d] if m[d][k]}
+
+    extra = _exact(left(a, 0), left(b, 1), counts) if counts else {}
+    times = _exact(
+        {k: dur[a][k] for k in m[a] if m[a][k]}, {k: dur[b][k] for k in m[b] if m[b][k]}, counts
+    ) if counts else {}  # fmt: skip
+    for cell, n in sorted(counts.items(), key=lambda kv: str(kv[0])):
+        sizes = _even(low[cell] + extra.get(cell, 0), n)
+        spans = _even(times.get(cell, 0), n)
+        for size, span in zip(sizes, spans, strict=True):
+            sessions.append(Session({a: cell[0], b: cell[1]}, size, span, False))
+
+    # the other dimensions: counts exact, page views and durations greedily
+    long = sorted((s for s in sessions if not s.bounce), key=lambda s: (-s.pageviews, -s.duration))
+    for d in fitted:
+        if d in PRIMARY:
+            continue
+        need = {k: [n, q[d][k], dur[d][k]] for k, n in m[d].items() if n}
+        for s in long:
+            key = max(
+                (k for k, v in need.items() if v[0] > 0),
+                key=lambda k: (need[k][1] / need[k][0], need[k][2] / need[k][0], str(k)),
+            )
+            need[key][0] -= 1
+            need[key][1] -= s.pageviews
+            need[key][2] -= s.duration
+            s.values[d] = key
+    _visitors(sessions, fitted, total.visitors)
+    return sessions
+
+
+def _visitors(sessions: list[Session], tables: dict[str, Table], visitors: int) -> None:
+    """Visitor numbers: the day's ``visitors`` in all (each session its own when the export
+    does not say), sessions of one source and device merged first where those tables count
+    fewer visitors than visits, then whole visitors of one source, then any."""
+    a, b = PRIMARY
+    target = max(1, min(visitors, len(sessions))) if visitors else len(sessions)
+    merges = len(sessions) - target
+    need = {d: {k: max(0, s.visits - s.visitors) for k, s in tables[d].items()} for d in PRIMARY}
+    for i, s in enumerate(sessions):
+        s.visitor = i
+    cells: dict[tuple[Any, Any], list[Session]] = {}
+    for s in sessions:
+        cells.setdefault((s.values[a], s.values[b]), []).append(s)
+    for (x, y), group in sorted(cells.items(), key=lambda kv: str(kv[0])):
+        for s in group[1:]:
+            if merges and need[a].get(x, 0) and need[b].get(y, 0):
+                s.visitor = group[0].visitor
+                merges -= 1
+                need[a][x] -= 1
+                need[b][y] -= 1
+    owners: dict[int, list[Session]] = {}
+    for s in sessions:
+        owners.setdefault(s.visitor, []).append(s)
+    ids = sorted(owners)
+    while merges > 0 and len(ids) > 1:
+        last = ids.pop()
+        source = owners[last][0].values[a]
+        into = next((v for v in ids if owners[v][0].values[a] == source), ids[merges % len(ids)])
+        for s in owners.pop(last):
+            s.visitor = into
+            owners[into].append(s)
+        merges -= 1
+    numbers = {v: n for n, v in enumerate(sorted(owners))}
+    for s in sessions:
+        s.visitor = numbers[s.visitor]
