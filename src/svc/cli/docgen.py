@@ -90,9 +90,10 @@ and visit time per source and per device too: the sessions that did not bounce a
 a table of source x device (every pair that can meet does) and their page views and time are
 placed on it by a maximum flow, exact per source always and per device whenever a placement
 exists on those pairs. Visitors per source and device are Plausible's as far as merging
-sessions of one pair into one visitor gets; the page views and time per browser, system,
-country and entry page as close as one pass gets (longest sessions first, each to the value
-that needs the most page views per session). Page views per page are Plausible's, and the
+sessions into visitors gets (within a pair first, then within a source or a device); the page
+views and time per browser, system, country and entry page as close as one pass and a few
+swaps get (longest sessions first, each to the value that needs the most page views per
+session, then values swapped between sessions). Page views per page are Plausible's, and the
 day's visitors, visits, page views, bounce rate and visit time. What the export does not hold
 is not real: combinations of two dimensions (source *and* country), exit pages, and the hours
 of the day (sessions are spread evenly over it). Plausible's `Laptop` is svc's `desktop`; its
