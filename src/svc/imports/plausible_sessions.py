@@ -13,7 +13,9 @@ number of page views, a duration and a visitor) whose totals per value are those
   did not bounce are a table of source x device (:func:`spread`: every pair that may meet
   does), and their page views and durations are transports on that table
   (:func:`transport`, a maximum flow), each session at least two page views where the totals
-  allow. What cannot be placed stays exact per source.
+  allow; a source and a device that a transport leaves with amounts it cannot place are made
+  to meet (:func:`_reshape`, a few times at most). What cannot be placed stays exact per
+  source.
 - The other tables' page views and duration per value as close as one pass and a few swaps
   get: the longest sessions first, each to the value that still needs the most page views per
   session, then values swapped between two sessions while that brings page views closer.
@@ -197,6 +199,44 @@ def _exact(rows: dict[Any, int], cols: dict[Any, int], support: Cells) -> Cells:
     return placed
 
 
+def _blocked(counts: Cells, rows: dict[Any, int], cols: dict[Any, int]) -> tuple[Any, Any] | None:
+    """A row and a column that a transport on the cells of ``counts`` leaves with amounts it
+    cannot place, or None when it places everything."""
+    placed = transport(rows, cols, dict.fromkeys(counts, INF))
+    by_row: dict[Any, int] = {}
+    by_col: dict[Any, int] = {}
+    for (r, c), v in placed.items():
+        by_row[r] = by_row.get(r, 0) + v
+        by_col[c] = by_col.get(c, 0) + v
+    row = next((r for r, n in rows.items() if n > by_row.get(r, 0)), None)
+    col = next((c for c, n in cols.items() if n > by_col.get(c, 0)), None)
+    return None if row is None or col is None else (row, col)
+
+
+def _reshape(counts: Cells, row: Any, col: Any) -> bool:
+    """Sessions moved so that ``row`` and ``col`` meet, the sums kept: one of (row, c) and one
+    of (r, col) become one of (row, col) and one of (r, c), cells left empty only if need be.
+    False when no such cells exist."""
+    best: tuple[int, tuple[Any, Any], tuple[Any, Any]] | None = None
+    for (r, c), n in counts.items():
+        if r != row or c == col or n <= 0:
+            continue
+        for (r2, c2), n2 in counts.items():
+            if c2 != col or r2 == row or n2 <= 0:
+                continue
+            loss = (n == 1) + (n2 == 1)
+            if best is None or loss < best[0]:
+                best = (loss, (r, c), (r2, c2))
+    if best is None:
+        return False
+    _, (r, c), (r2, _) = best
+    for cell, delta in (((row, c), -1), ((r2, col), -1), ((row, col), 1), ((r2, c), 1)):
+        counts[cell] = counts.get(cell, 0) + delta
+        if not counts[cell]:
+            del counts[cell]
+    return True
+
+
 def _sized(counts: dict[Any, int], n: int, blank: Hashable) -> dict[Any, int]:
     """``counts`` summing to ``n``: the lack under ``blank``, the excess off the largest."""
     out = {k: max(0, v) for k, v in counts.items()}
@@ -264,10 +304,14 @@ def rebuild(tables: dict[str, Table], total: Stat, blanks: dict[str, Hashable]) 
             base[cell[index]] += v
         return {k: max(0, q[d][k] - base[k]) for k in m[d] if m[d][k]}
 
+    durs = ({k: dur[a][k] for k in m[a] if m[a][k]}, {k: dur[b][k] for k in m[b] if m[b][k]})
+    for _ in range(min(len(counts), 50)):  # a pair that blocks a placement: table reshaped
+        blocked = _blocked(counts, left(a, 0), left(b, 1)) or _blocked(counts, *durs)
+        if blocked is None or not _reshape(counts, *blocked):
+            break
+    low = {cell: n * (2 if two else 1) for cell, n in counts.items()}  # the same sums
     extra = _exact(left(a, 0), left(b, 1), counts) if counts else {}
-    times = _exact(
-        {k: dur[a][k] for k in m[a] if m[a][k]}, {k: dur[b][k] for k in m[b] if m[b][k]}, counts
-    ) if counts else {}  # fmt: skip
+    times = _exact(*durs, counts) if counts else {}
     for cell, n in sorted(counts.items(), key=lambda kv: str(kv[0])):
         sizes = _even(low[cell] + extra.get(cell, 0), n)
         spans = _even(times.get(cell, 0), n)
