@@ -171,3 +171,41 @@ def test_edge_headers_from_an_untrusted_peer_are_ignored(server: Server) -> None
     assert r.status_code == 200
     ((row),) = stored(server, p)
     assert (row["country"], row["region"], row["city"]) == ("", "", "")
+
+
+def test_a_server_side_sender_may_name_the_end_users_client(server: Server) -> None:
+    """An import's browser, system, device and location (``client``) replace what the user
+    agent and the address would give, from a secret key only; a bad one is a 400 naming it."""
+    p = server.create_project("client-" + uuid.uuid4().hex[:8])
+    client = {"browser": "Yandex Browser", "browserVersion": "24.1", "os": "Android",
+              "osVersion": "14", "device": "Tablet", "country": "fr", "region": "FR-IDF",
+              "city": "Paris"}  # fmt: skip
+    event = {"event": "page_view", "url": "/s", "userAgent": FIREFOX, "ip": "8.8.8.8"}
+    secret = {"Authorization": f"Bearer {p['keys']['secret']}"}
+    r = httpx.post(server.url + "/analytics", json={**event, "client": client}, headers=secret)
+    assert r.status_code == 200, r.text
+    public = {"Authorization": f"Bearer {p['keys']['public']}", "User-Agent": FIREFOX}
+    r = httpx.post(
+        server.url + "/analytics", json={"event": "page_view", "url": "/p", "client": client},
+        headers=public,
+    )  # fmt: skip
+    assert r.status_code == 200, r.text
+    for bad, field in [({"colour": "x"}, "client.colour"), ({"os": 7}, "client.os"),
+                       ({"city": "x" * 101}, "client.city"), ("FR", "client")]:  # fmt: skip
+        r = httpx.post(server.url + "/analytics", json={**event, "client": bad}, headers=secret)
+        assert r.status_code == 400 and r.json()["error"]["field"] == field, r.text
+    rows = {r["path"]: r for r in stored(server, p)}
+    named = rows["/s"]
+    assert (named["browser"], named["browser_version"], named["os"], named["os_version"]) == (
+        "Yandex Browser",
+        "24.1",
+        "Android",
+        "14",
+    )
+    assert (named["device"], named["country"], named["region"], named["city"]) == (
+        "tablet",
+        "FR",
+        "FR-IDF",
+        "Paris",
+    )
+    assert (rows["/p"]["browser"], rows["/p"]["country"]) == ("Firefox", "")

@@ -76,7 +76,7 @@ UNITS: tuple[Unit, ...] = (
     ),
     Unit(
         "imports",
-        "importing exports (svc, Umami, Plausible) through the ingestion pipeline",
+        "importing exports (svc, Umami, Plausible, GA4) through the ingestion pipeline",
         ("ingestion", "meta", "queries", "storage"),
     ),
     Unit(

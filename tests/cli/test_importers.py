@@ -15,8 +15,9 @@ from svc.cli.common import parse_day
 from svc.cli.errors import UsageError
 from svc.cli.metrics import filter_param, order_param
 from svc.imports import plausible
-from svc.imports.over_http import synthetic_address
+from svc.imports.over_http import synthetic_address, wire_event
 from svc.imports.rows import Row
+from svc.imports.run import Checked, check
 from svc.imports.sources import rows_of, sources_of
 from svc.imports.svc_export import parse_ch_map
 from tests.cli.samples import PLAUSIBLE, UMAMI
@@ -115,6 +116,17 @@ def test_umami_rows_map_to_svc_events(tmp_path: Path) -> None:
     assert rows[0].ts_ms == 1711965600000
     refused = [i for i in items if not isinstance(i, Row)]
     assert [r.where for r in refused] == ["export.csv:5"]
+    # over HTTP what Umami recorded goes as the event's client (POST /analytics keeps it)
+    raw = check(rows[0], 1_800_000_000_000, max_age_ms=None)
+    assert not isinstance(raw, str), raw
+    assert wire_event(Checked(rows[0], raw), "shop")["client"] == {
+        "browser": "Chrome",
+        "os": "macOS",
+        "device": "desktop",
+        "country": "DE",
+        "region": "DE-BE",
+        "city": "Berlin",
+    }
 
 
 def test_an_svc_export_row_has_the_same_id_in_ndjson_and_csv(tmp_path: Path) -> None:

@@ -76,16 +76,47 @@ service's errors, and a non-zero exit status; `--debug` (or `SVCM_DEBUG=1`) adds
 
 ## Import
 
-`svcm import` reads svc's own NDJSON and CSV exports (lossless on a data directory), NDJSON
-events as POST /analytics takes them, Umami's CSV export of `website_event` rows, and
-Plausible's CSV export (the zip, its directory or its `imported_*.csv` files). Plausible
-exports daily totals, not events: each day is rebuilt as that many sessions, bounces, page
-views, visit time, pages, entry pages, sources, countries, devices, browsers and systems, so
-the day's totals and its breakdowns by page, entry page, source, country, device, browser and
-system match Plausible's. What the export does not hold is not real: combinations of two
-dimensions (source *and* country), exit pages, and the hours of the day (sessions are spread
-evenly over it). Umami's event properties and page titles are not in its CSV export and are
-not imported.
+`svcm import` reads svc's own NDJSON, CSV and Parquet exports (GET /export, `svcm export`;
+told apart by extension, magic bytes and columns; lossless on a data directory and over HTTP:
+every count of every dimension comes back), NDJSON events as POST /analytics takes them,
+Umami's CSV export of `website_event` rows, Plausible's CSV export (the zip, its directory or
+its `imported_*.csv` files) and GA4's BigQuery export (below).
+
+Plausible exports daily totals, not events: each day is rebuilt as that many sessions, each
+with a source, device, browser, system, country and entry page. Every session table of the
+export (`imported_sources`, `_devices`, `_browsers`, `_operating_systems`, `_locations`,
+`_entry_pages`) comes back with Plausible's visits and bounces per value, and the page views
+and visit time per source and per device too: the sessions that did not bounce are rebuilt as
+a table of source x device (every pair that can meet does) and their page views and time are
+placed on it by a maximum flow, exact per source always and per device whenever a placement
+exists on those pairs. Visitors per source and device are Plausible's as far as merging
+sessions into visitors gets (within a pair first, then within a source or a device); the page
+views and time per browser, system, country and entry page as close as one pass and a few
+swaps get (longest sessions first, each to the value that needs the most page views per
+session, then values swapped between sessions). Page views per page are Plausible's, and the
+day's visitors, visits, page views, bounce rate and visit time. What the export does not hold
+is not real: combinations of two dimensions (source *and* country), exit pages, and the hours
+of the day (sessions are spread evenly over it). Plausible's `Laptop` is svc's `desktop`; its
+city ids are not names and are left out. Umami's event properties and page titles are not in
+its CSV export and are not imported.
+
+GA4's BigQuery export (the `events_YYYYMMDD` tables as NDJSON, BigQuery's JSON export, or
+Parquet; a directory of them) is told apart by its columns (`event_name`, `event_timestamp`,
+`user_pseudo_id`...). `page_view` becomes a page view, `purchase` a purchase (`value` and
+`currency` from its parameters, else `ecommerce.purchase_revenue`; `transaction_id`; `items`
+with `item_id`, `item_name`, `price`, `quantity`), so it counts as revenue, and any other event
+a custom event with its `event_params` as properties. The page is `page_location`, the
+referrer `page_referrer`, and the event's `collected_traffic_source` (manual source, medium,
+campaign, content, term, `gclid`) is added to the page's UTM parameters where they are
+missing, so sources are attributed as for live events. The session is the user's
+`ga_session_id` (a client-named session), the visitor `user_pseudo_id`. The device category,
+browser and version, system and version (`Windows 10` is `Windows`, `10`), country (GA4's
+English name as its ISO code) and city are kept. Not kept: GA4's bookkeeping events
+(`session_start`, `first_visit`, `first_open`, `user_engagement`) and parameters
+(`ga_session_number`, `engagement_time_msec`, `session_engaged`, `entrances`, `batch_*`...),
+`user_id` and `user_properties` (svc counts browsers, not people across devices),
+`traffic_source` (the user's first acquisition, not the session's) and `geo.region` (a name;
+svc's region is an ISO 3166-2 code). A file's events are sorted by time before import.
 
 Every row gets a deterministic `eventId` (its own, Umami's `event_id`, or a hash of what
 identifies the row in its source), so running the same import again, after a failure halfway
@@ -98,8 +129,9 @@ summary (`--json` lists them all) and make the exit status 4.
   `ts` and `eventId`. The service takes events up to 7 days old: older rows are refused with
   a pointer to `--data-dir`. A stand-in address from the documentation range 2001:db8::/32 is
   sent per imported visitor, so visitors are counted as in the source (no location is derived
-  from it). The service enriches the events itself: browser, system and country of the source
-  are not sent.
+  from it). The browser, system, device and location the source recorded go as each event's
+  `client` (POST /analytics keeps them instead of deriving them), so they show up in
+  breakdowns as on a data directory.
 - On a data directory (service stopped) the rows go straight into the event store, in chunks
   of up to 1,000, each with a deterministic insert deduplication token, after skipping rows
   whose `eventId` is stored already. History of any age is taken, with the source's browser,

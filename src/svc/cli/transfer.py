@@ -84,11 +84,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = command(
         sub,
         "import",
-        summary="import events from svc, Umami or Plausible exports",
-        description="Import events into a project from svc's NDJSON or CSV export (or "
-        "NDJSON of events as\nPOST /analytics takes them), Umami's CSV export of "
-        "website_event, or Plausible's CSV\nexport (the zip, its directory or its "
-        "imported_*.csv files; rebuilt from daily totals).\n\n"
+        summary="import events from svc, Umami, Plausible or GA4 exports",
+        description="Import events into a project from svc's NDJSON, CSV or Parquet export "
+        "(or NDJSON of\nevents as POST /analytics takes them), Umami's CSV export of "
+        "website_event, Plausible's\nCSV export (the zip, its directory or its "
+        "imported_*.csv files; rebuilt from daily totals)\nor GA4's BigQuery export "
+        "(NDJSON or Parquet files of its events_* tables).\n\n"
         "Every row gets a deterministic eventId, so running the same import again (after a "
         "failure\nhalfway, say) skips what is stored already. Over HTTP (--url) the service "
         "takes events up\nto 7 days old; for history, run the import on the data directory "
@@ -99,6 +100,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "svcm import -p acme acme-2024.ndjson",
             "svcm import -p acme --data-dir /var/lib/svc plausible-export.zip",
             "svcm import -p acme --data-dir ./data --format umami umami-events.csv",
+            "svcm import -p acme --data-dir ./data ga4-bigquery-export/",
             "svcm export -p old --from 30d | svcm import -p new -",
             "svcm import -p acme --dry-run events.csv",
         ],
@@ -117,7 +119,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--format",
         choices=FORMATS,
         default="auto",
-        help="auto (default: from name, extension and columns), ndjson, csv, umami or plausible",
+        help="auto (default: from name, extension, magic bytes and columns), "
+        + ", ".join(FORMATS[1:]),
     )
     p.add_argument(
         "--batch-size",

@@ -1,25 +1,26 @@
 """Plausible's CSV export rebuilt as svc events.
 
-Plausible exports aggregates per day, not events: ``imported_visitors`` (visits, page views,
-bounces, total visit duration, visitors), ``imported_pages`` (page views per page),
-``imported_entry_pages``, ``imported_sources`` (visits per source, referrer and UTM fields),
-``imported_locations``, ``imported_devices``, ``imported_browsers``,
-``imported_operating_systems`` and ``imported_custom_events`` (events per goal name).
+Plausible exports aggregates per day, not events (its ``export_queries``): ``imported_visitors``
+(visits, page views, bounces, total visit duration, visitors), ``imported_pages`` (page views
+per page), ``imported_custom_events`` (events per goal name) and the session tables
+``imported_sources`` (per source, referrer and UTM fields), ``imported_devices``,
+``imported_browsers``, ``imported_operating_systems``, ``imported_locations`` and
+``imported_entry_pages``, each with the visits, visitors, page views, bounces and visit
+duration of the sessions of each value.
 
-For each day the import makes as many sessions as the day had visits, ``bounces`` of them with
-one page view and the others with at least two, holding exactly the day's page views; the pages
-are dealt out from ``imported_pages`` (each session starting on a page of
-``imported_entry_pages``), and sources, countries, devices, browsers and operating systems from
-their tables, by visits; the visit duration is shared among the sessions that did not bounce;
-sessions are spread over the day in the project's time zone and shared among the day's visitors.
-Custom events join sessions that did not bounce (so the bounces stay right).
+Each day is rebuilt as sessions by :mod:`svc.imports.plausible_sessions`: as many as the day's
+visits, each with a source, device, browser, system, country and entry page, so that every
+session table's visits and bounces per value come out as Plausible had them, and the page
+views and visit duration per source and per device too (the other tables' as close as the
+export lets tell). The pages are dealt out from ``imported_pages`` (each session starting on
+its entry page), so page views per page are Plausible's. Sessions are spread over the day in
+the project's time zone. Custom events join sessions that did not bounce (first those of one
+page view, which an event keeps from being a bounce). Plausible's screen size ``Laptop`` is
+svc's ``desktop``.
 
-So the day's visitors, sessions, page views, bounce rate and average duration, and its
-breakdowns by page (page views), entry page, source, country, device, browser and system (by
-sessions) come out as Plausible had them. What the export does not hold is not real:
-combinations of two dimensions (source *and* country), exit pages (``imported_exit_pages`` is
-recognised but not used) and the hours of the day. Plausible's city ids (GeoNames numbers) are
-not names and are left out.
+What the export does not hold is not real: combinations of two dimensions (source *and*
+country), exit pages (``imported_exit_pages`` is recognised but not used) and the hours of the
+day. Plausible's city ids (GeoNames numbers) are not names and are left out.
 
 Every event's ``eventId`` is a hash of the day, the content of the day's rows and its place in
 the day, so the same export imported again is skipped.
@@ -39,12 +40,33 @@ from typing import Any
 from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
 
+from svc.imports.plausible_sessions import Session, Stat, rebuild
 from svc.imports.rows import Item, Refusal, Row, Source, event_id_of
 
 UTM = ("utm_source", "utm_medium", "utm_campaign", "utm_content", "utm_term")
 BROWSERS = {"Microsoft Edge": "Edge", "Samsung Browser": "Samsung Internet", "Mobile App": ""}
 OSES = {"Mac": "macOS", "GNU/Linux": "Linux", "(not set)": ""}
 NONE = ("", "(none)", "(not set)", "Direct / None")
+DEVICES = {"laptop": "desktop"}  # Plausible's screen sizes as svc's device classes
+
+#: The session tables, by the dimension of the rebuilt sessions they name.
+DIMENSIONS = {
+    "sources": "source",
+    "devices": "device",
+    "browsers": "browser",
+    "operating_systems": "os",
+    "locations": "location",
+    "entry_pages": "entry",
+}
+#: Each dimension's value for the sessions its table does not name.
+BLANKS: dict[str, Any] = {
+    "source": ("",) * (2 + len(UTM)),
+    "device": "",
+    "browser": ("", ""),
+    "os": ("", ""),
+    "location": ("", ""),
+    "entry": None,
+}
 
 #: The file names of the export's tables, and the columns that tell each table apart.
 PLAUSIBLE_NAME = re.compile(r"(?:^|/)imported_([a-z_]+?)(?:_\d{8}_\d{8})?\.csv$")
@@ -65,24 +87,31 @@ PLAUSIBLE_TABLES = {
 @dataclass
 class Day:
     day: date
-    visits: int | None = None
-    visitors: int = 0
-    pageviews: int | None = None
-    bounces: int = 0
-    duration: int = 0
+    total: Stat | None = None  # imported_visitors
+    tables: dict[str, dict[Any, Stat]] = field(default_factory=dict)  # session tables
     pages: Counter[tuple[str, str]] = field(default_factory=Counter)
-    entries: Counter[str] = field(default_factory=Counter)
-    sources: Counter[tuple[str, ...]] = field(default_factory=Counter)
-    locations: Counter[tuple[str, str]] = field(default_factory=Counter)
-    devices: Counter[str] = field(default_factory=Counter)
-    browsers: Counter[tuple[str, str]] = field(default_factory=Counter)
-    oses: Counter[tuple[str, str]] = field(default_factory=Counter)
     custom: list[tuple[str, str, str, int, int]] = field(default_factory=list)
     rows: list[str] = field(default_factory=list)  # for the day's digest
 
     @property
     def digest(self) -> str:
         return hashlib.blake2b("\n".join(sorted(self.rows)).encode(), digest_size=8).hexdigest()
+
+    def totals(self) -> Stat:
+        """The day's totals: imported_visitors', else the largest of the other tables'."""
+        if self.total is not None:
+            return self.total
+        out = Stat()
+        for table in self.tables.values():
+            sums = Stat()
+            for stat in table.values():
+                sums.add(stat)
+            for name in ("visits", "visitors", "pageviews", "bounces", "duration"):
+                setattr(out, name, max(getattr(out, name), getattr(sums, name)))
+        out.pageviews = max(out.pageviews, sum(self.pages.values()))
+        if not out.visits:
+            out.visits = out.pageviews  # page views alone: a session each
+        return out
 
 
 def _n(value: Any) -> int:
@@ -114,32 +143,46 @@ def read(sources: list[Source]) -> tuple[dict[date, Day], list[Refusal]]:
     return days, refused
 
 
+def _stat(r: dict[str, str], visits: str = "visits") -> Stat:
+    return Stat(
+        visits=_n(r.get(visits)),
+        visitors=_n(r.get("visitors")),
+        pageviews=_n(r.get("pageviews")),
+        bounces=_n(r.get("bounces")),
+        duration=_n(r.get("visit_duration")),
+    )
+
+
+def _key(table: str, r: dict[str, str]) -> Any:
+    """A row's value in a session table, in svc's terms."""
+    if table == "sources":
+        return (r.get("source", ""), r.get("referrer", ""), *(r.get(u, "") for u in UTM))
+    if table == "locations":
+        return (r.get("country", "").upper(), r.get("region", ""))
+    if table == "devices":
+        device = r.get("device", "").lower()
+        return DEVICES.get(device, device)
+    if table == "browsers":
+        return (r.get("browser", ""), r.get("browser_version", ""))
+    if table == "operating_systems":
+        return (r.get("operating_system", ""), r.get("operating_system_version", ""))
+    page = r.get("entry_page") or "/"
+    return page if page.startswith("/") else "/" + page
+
+
 def _add(day: Day, table: str, r: dict[str, str]) -> None:
-    visits = _n(r.get("visits"))
     if table == "visitors":
-        day.visits = (day.visits or 0) + _n(r.get("visits"))
-        day.visitors += _n(r.get("visitors"))
-        day.pageviews = (day.pageviews or 0) + _n(r.get("pageviews"))
-        day.bounces += _n(r.get("bounces"))
-        day.duration += _n(r.get("visit_duration"))
+        total = day.total or Stat()
+        total.add(_stat(r))
+        day.total = total
     elif table == "pages":
         page = r.get("page") or "/"
         day.pages[(r.get("hostname", ""), page if page.startswith("/") else "/" + page)] += _n(
             r.get("pageviews")
         )
-    elif table == "entry_pages":
-        day.entries[r.get("entry_page") or "/"] += _n(r.get("entrances"))
-    elif table == "sources":
-        key = (r.get("source", ""), r.get("referrer", ""), *(r.get(u, "") for u in UTM))
-        day.sources[key] += visits
-    elif table == "locations":
-        day.locations[(r.get("country", "").upper(), r.get("region", ""))] += visits
-    elif table == "devices":
-        day.devices[r.get("device", "").lower()] += visits
-    elif table == "browsers":
-        day.browsers[(r.get("browser", ""), r.get("browser_version", ""))] += visits
-    elif table == "operating_systems":
-        day.oses[(r.get("operating_system", ""), r.get("operating_system_version", ""))] += visits
+    elif table in DIMENSIONS:
+        stat = _stat(r, "entrances" if table == "entry_pages" else "visits")
+        day.tables.setdefault(DIMENSIONS[table], {}).setdefault(_key(table, r), Stat()).add(stat)
     elif table == "custom_events":
         name = r.get("name", "")
         if name:
@@ -165,31 +208,19 @@ def _deal(counts: Counter[Any], n: int) -> list[Any]:
     return out
 
 
-def _sessions(day: Day) -> tuple[int, int, int]:
-    """(sessions, page views, bounces) of a day, from the visitors table or the others."""
-    pageviews = day.pageviews if day.pageviews is not None else sum(day.pages.values())
-    visits = day.visits
-    if visits is None:
-        visits = (
-            max(
-                sum(day.entries.values()),
-                sum(day.sources.values()),
-                sum(day.locations.values()),
-                sum(day.devices.values()),
-            )
-            or pageviews
-        )
-    if pageviews == 0:
-        visits = 0
-    visits = min(visits, pageviews) if pageviews else 0
-    return visits, pageviews, min(day.bounces, visits)
+def _sessions(day: Day) -> list[Session]:
+    total = day.totals()
+    if total.pageviews == 0:
+        total = Stat()
+    return rebuild(day.tables, total, BLANKS)
 
 
 def count(days: dict[date, Day]) -> int:
     total = 0
     for day in days.values():
-        sessions, pageviews, _ = _sessions(day)
-        total += max(pageviews, sessions) + sum(c[3] for c in day.custom)
+        sessions = _sessions(day)
+        custom = sum(c[3] for c in day.custom)
+        total += sum(s.pageviews for s in sessions) + custom
     return total
 
 
@@ -200,7 +231,8 @@ def rows(days: dict[date, Day], tz: str, label: str) -> Iterator[Item]:
 
 
 def _day_rows(day: Day, zone: ZoneInfo, label: str) -> Iterator[Item]:
-    sessions, pageviews, bounces = _sessions(day)
+    sessions = _sessions(day)
+    n = len(sessions)
     start = datetime.combine(day.day, time(0), zone)
     end = datetime.combine(day.day + timedelta(days=1), time(0), zone)
     start_ms = int(start.timestamp() * 1000)
@@ -208,37 +240,21 @@ def _day_rows(day: Day, zone: ZoneInfo, label: str) -> Iterator[Item]:
     digest = day.digest
     where = f"{label}:{day.day.isoformat()}"
     host = _main_host(day)
+    pageviews = sum(s.pageviews for s in sessions)
 
-    # page views per session: bounces 1, the others at least 2
-    counts = [1] * sessions
-    extra = pageviews - sessions
-    movers = list(range(bounces, sessions)) or list(range(sessions))
-    for i in movers:
-        if extra <= 0 or bounces == sessions:
-            break
-        counts[i] += 1
-        extra -= 1
-    if extra > 0 and movers:
-        q, r = divmod(extra, len(movers))
-        for k, i in enumerate(movers):
-            counts[i] += q + (1 if k < r else 0)
-    durations = [0] * sessions
-    long_sessions = [i for i in range(sessions) if counts[i] > 1]
-    if long_sessions and day.duration:
-        q, r = divmod(day.duration, len(long_sessions))
-        for k, i in enumerate(long_sessions):
-            durations[i] = q + (1 if k < r else 0)
-
-    # custom events join the sessions that did not bounce
-    custom_by_session: dict[int, list[tuple[str, str, str, int]]] = {}
+    # custom events join the sessions that did not bounce, first those of one page view
+    # (which a custom event keeps from being a bounce)
+    targets = sorted(
+        (i for i, s in enumerate(sessions) if not s.bounce),
+        key=lambda i: (sessions[i].pageviews > 1, i),
+    )
     extra_sessions: list[list[tuple[str, str, str, int]]] = []
-    targets = long_sessions or list(range(sessions))
     cursor = 0
     for index, (name, link, path, events, _visitors) in enumerate(day.custom):
         for k in range(events):
             item = (name, link, path, index * 1_000_000 + k)
             if targets:
-                custom_by_session.setdefault(targets[cursor % len(targets)], []).append(item)
+                sessions[targets[cursor % len(targets)]].custom.append(item)
                 cursor += 1
             else:
                 extra_sessions.append([item])
@@ -247,54 +263,49 @@ def _day_rows(day: Day, zone: ZoneInfo, label: str) -> Iterator[Item]:
     by_path: dict[str, list[tuple[str, str]]] = {}
     for page_key in sorted(pages):
         by_path.setdefault(page_key[1], []).append(page_key)
-    entries = _deal(day.entries, sessions)
     firsts: list[tuple[str, str] | None] = []
-    for i in range(sessions):
+    for s in sessions:
+        entry = s.values.get("entry")
         page = None
-        if i < len(entries):
-            page = _page_of(entries[i], pages, by_path, host)
+        if entry is not None:
+            page = _page_of(entry, pages, by_path, host)
             if pages.get(page, 0) > 0:
                 pages[page] -= 1
         firsts.append(page)
     rest = iter(_deal(+pages, pageviews))
     fallback = _deal(day.pages, 1)[0] if day.pages else (host, "/")
-    srcs = _deal(day.sources, sessions)
-    locs = _deal(day.locations, sessions)
-    devs = _deal(day.devices, sessions)
-    brws = _deal(day.browsers, sessions)
-    oses = _deal(day.oses, sessions)
-    visitors = max(1, min(day.visitors or sessions, sessions)) if sessions else 1
 
-    for i in range(sessions):
-        n_custom = len(custom_by_session.get(i, []))
-        n_events = counts[i] + n_custom
-        begin = i * length_s // max(sessions, 1)
-        span = min(durations[i], max(0, length_s - 1 - begin))
+    for i, s in enumerate(sessions):
+        n_events = s.pageviews + len(s.custom)
+        begin = i * length_s // max(n, 1)
+        # its events in order, 1 ms apart at least (a visit of 0 s keeps its first page)
+        span = max(1000 * min(s.duration, max(0, length_s - 1 - begin)), n_events - 1)
         times = [
-            start_ms + 1000 * (begin + (span * j // (n_events - 1) if n_events > 1 else 0))
+            start_ms + 1000 * begin + (span * j // (n_events - 1) if n_events > 1 else 0)
             for j in range(n_events)
         ]
+        brw, system, loc = s.values["browser"], s.values["os"], s.values["location"]
         fields = {
-            "device": devs[i] if i < len(devs) else "",
-            "browser": BROWSERS.get(brws[i][0], brws[i][0]) if i < len(brws) else "",
-            "browser_version": brws[i][1] if i < len(brws) else "",
-            "os": OSES.get(oses[i][0], oses[i][0]) if i < len(oses) else "",
-            "os_version": oses[i][1] if i < len(oses) else "",
-            "country": locs[i][0] if i < len(locs) else "",
-            "region": locs[i][1] if i < len(locs) else "",
+            "device": s.values["device"],
+            "browser": BROWSERS.get(brw[0], brw[0]),
+            "browser_version": brw[1],
+            "os": OSES.get(system[0], system[0]),
+            "os_version": system[1],
+            "country": loc[0],
+            "region": loc[1],
             "city": "",
         }
-        source = srcs[i] if i < len(srcs) else None
-        session, visitor = f"{day.day}:{i}", f"{day.day}:v{i % visitors}"
+        source = s.values["source"]
+        session, visitor = f"{day.day}:{i}", f"{day.day}:v{s.visitor}"
         pvs: list[tuple[str, str]] = []
-        for j in range(counts[i]):
+        for j in range(s.pageviews):
             page = firsts[i] if j == 0 and firsts[i] is not None else next(rest, None)
             pvs.append(page or fallback)
         slot = 0
         for j, (page_host, path) in enumerate(pvs):
             url = _url(page_host or host, path)
             referrer, hint = "", ""
-            if j == 0 and source is not None:
+            if j == 0:
                 url, referrer, hint = _with_source(url, source)
             yield Row(
                 where=where,
@@ -310,7 +321,7 @@ def _day_rows(day: Day, zone: ZoneInfo, label: str) -> Iterator[Item]:
             )
             slot += 1
             if j == 0:
-                for name, link, cpath, key in custom_by_session.get(i, []):
+                for name, link, cpath, key in s.custom:
                     yield _custom(
                         day,
                         digest,
@@ -326,9 +337,9 @@ def _day_rows(day: Day, zone: ZoneInfo, label: str) -> Iterator[Item]:
                         fields,
                     )
                     slot += 1
-    for n, items in enumerate(extra_sessions):
+    for k, items in enumerate(extra_sessions):
         name, link, cpath, key = items[0]
-        session = f"{day.day}:x{n}"
+        session = f"{day.day}:x{k}"
         yield _custom(
             day,
             digest,
@@ -338,7 +349,7 @@ def _day_rows(day: Day, zone: ZoneInfo, label: str) -> Iterator[Item]:
             cpath or "/",
             key,
             host,
-            start_ms + 1000 * (n * length_s // max(len(extra_sessions), 1)),
+            start_ms + 1000 * (k * length_s // max(len(extra_sessions), 1)),
             session,
             session,
             {},

@@ -71,7 +71,7 @@ class Source:
     label: str
     open: Callable[[], IO[bytes]]
     size: int
-    kind: str = ""  # ndjson, csv, umami, plausible:<table>
+    kind: str = ""  # ndjson, csv, parquet, umami, ga4, plausible:<table>
 
 
 def event_id_of(*parts: str) -> str:

@@ -5,19 +5,24 @@ Inputs (``auto`` tells them apart by name, extension and header):
 - ``ndjson``: svc's own NDJSON export (the columns of GET /export), or events as they are sent
   to POST /analytics, one a line (:mod:`svc.imports.svc_export`);
 - ``csv``: svc's own CSV export (same columns);
+- ``parquet``: svc's own Parquet export (same columns; told apart by its magic bytes);
+- ``ga4``: Google Analytics 4's BigQuery export, NDJSON or Parquet files of its
+  ``events_*`` tables (told apart by its columns: :mod:`svc.imports.ga4`);
 - ``umami``: Umami's CSV export of ``website_event`` rows (:mod:`svc.imports.umami`);
 - ``plausible``: Plausible's CSV export (a zip, a directory or the ``imported_*.csv`` files):
   aggregate tables per day, rebuilt into events by :mod:`svc.imports.plausible`.
 
-A path may be a file, a directory (its ``.csv``, ``.ndjson`` and ``.zip`` files), a zip (its
-``.csv`` and ``.ndjson`` members) or ``-`` (stdin, kept in a temporary file so that it can be
-read twice: once to count its rows for a progress bar, once to import them).
+A path may be a file, a directory (its ``.csv``, ``.ndjson``, ``.parquet`` and ``.zip``
+files), a zip (its ``.csv``, ``.ndjson`` and ``.parquet`` members) or ``-`` (stdin, kept in a
+temporary file so that it can be read twice: once to count its rows for a progress bar, once
+to import them).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import shutil
 import sys
 import tempfile
@@ -28,12 +33,23 @@ from pathlib import Path
 from typing import IO, Any
 
 from svc.imports import plausible
+from svc.imports.ga4 import ga4_rows, is_ga4
 from svc.imports.plausible import PLAUSIBLE_NAME, PLAUSIBLE_TABLES
 from svc.imports.rows import ImportFailed, Item, Refusal, Source
-from svc.imports.svc_export import SVC_COLUMNS, ndjson_rows, svc_csv_rows
+from svc.imports.svc_export import (
+    SVC_COLUMNS,
+    ndjson_rows,
+    parquet_columns,
+    parquet_count,
+    parquet_rows,
+    svc_csv_rows,
+)
 from svc.imports.umami import UMAMI_COLUMNS, umami_rows
 
-FORMATS = ("auto", "ndjson", "csv", "umami", "plausible")
+FORMATS = ("auto", "ndjson", "csv", "parquet", "umami", "plausible", "ga4")
+#: The file names a directory or a zip is searched for.
+SUFFIXES = (".csv", ".ndjson", ".jsonl", ".json", ".parquet")
+PARQUET_MAGIC = b"PAR1"
 
 
 def sources_of(paths: list[str], fmt: str) -> list[Source]:
@@ -46,13 +62,9 @@ def sources_of(paths: list[str], fmt: str) -> list[Source]:
             continue
         path = Path(raw).expanduser()
         if path.is_dir():
-            found = sorted(
-                p
-                for p in path.iterdir()
-                if p.suffix.lower() in (".csv", ".ndjson", ".jsonl", ".json", ".zip")
-            )
+            found = sorted(p for p in path.iterdir() if p.suffix.lower() in (*SUFFIXES, ".zip"))
             if not found:
-                raise ImportFailed(f"{path}: no .csv, .ndjson or .zip files in it")
+                raise ImportFailed(f"{path}: no .csv, .ndjson, .parquet or .zip files in it")
             for p in found:
                 out += _file_sources(p)
         elif path.is_file():
@@ -123,13 +135,13 @@ def _file_sources(path: Path) -> list[Source]:
                 i
                 for i in archive.infolist()
                 if not i.is_dir()
-                and Path(i.filename).suffix.lower() in (".csv", ".ndjson", ".jsonl")
+                and Path(i.filename).suffix.lower() in SUFFIXES
                 and not Path(i.filename).name.startswith(".")
             ),
             key=lambda i: i.filename,
         )
         if not members:
-            raise ImportFailed(f"{path}: the zip holds no .csv or .ndjson files")
+            raise ImportFailed(f"{path}: the zip holds no .csv, .ndjson or .parquet files")
         return [
             Source(
                 f"{path.name}:{m.filename}",
@@ -153,11 +165,42 @@ def _header(source: Source) -> tuple[str, list[str]]:
     return text, [c.strip() for c in columns]
 
 
+def _is_parquet(source: Source) -> bool:
+    with source.open() as f:
+        return f.read(4) == PARQUET_MAGIC
+
+
+def _ga4_line(text: str) -> bool:
+    """Whether the first line of an NDJSON file is an event of GA4's BigQuery export."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(obj, dict) and is_ga4(set(obj))
+
+
 def detect(source: Source, fmt: str) -> str:
     """The kind of a source: ``ndjson``, ``csv`` (svc), ``umami`` or ``plausible:<table>``."""
     name = source.label.lower()
+    if _is_parquet(source):
+        ga4 = is_ga4(parquet_columns(source))
+        if fmt == "ga4" or (fmt == "auto" and ga4):
+            if not ga4:
+                raise ImportFailed(f"{source.label}: not a GA4 BigQuery export (no event_name)")
+            return "ga4"
+        if fmt in ("auto", "parquet"):
+            return "parquet"
+        raise ImportFailed(f"{source.label}: a Parquet file, not {fmt}")
+    if fmt == "parquet":
+        raise ImportFailed(f"{source.label}: not a Parquet file")
     text, columns = _header(source)
     cols = set(columns)
+    if fmt == "ga4" or (fmt == "auto" and text.startswith("{") and _ga4_line(text)):
+        if not _ga4_line(text):
+            raise ImportFailed(
+                f"{source.label}: not a GA4 BigQuery export (no event_name, event_timestamp...)"
+            )
+        return "ga4"
     if fmt == "ndjson" or (fmt == "auto" and text.startswith("{")):
         return "ndjson"
     match = PLAUSIBLE_NAME.search(name)
@@ -191,17 +234,19 @@ def detect(source: Source, fmt: str) -> str:
         return "ndjson"
     raise ImportFailed(
         f"{source.label}: cannot tell its format (columns: {', '.join(columns[:8]) or 'none'}); "
-        "give --format ndjson, csv, umami or plausible"
+        "give --format ndjson, csv, parquet, umami, plausible or ga4"
     )
 
 
 def count_rows(source: Source) -> int:
     """Lines in a source (a progress total: close enough for CSV with quoted newlines)."""
+    if _is_parquet(source):
+        return parquet_count(source)
     n = 0
     with source.open() as f:
         while chunk := f.read(1 << 20):
             n += chunk.count(b"\n")
-    return max(0, n - (0 if source.kind == "ndjson" else 1))
+    return max(0, n - (0 if source.kind in ("ndjson", "ga4") else 1))
 
 
 def rows_of(source: Source) -> Iterator[Item]:
@@ -210,6 +255,10 @@ def rows_of(source: Source) -> Iterator[Item]:
         return ndjson_rows(source)
     if source.kind == "csv":
         return svc_csv_rows(source)
+    if source.kind == "parquet":
+        return parquet_rows(source)
+    if source.kind == "ga4":
+        return ga4_rows(source, parquet=_is_parquet(source))
     if source.kind == "umami":
         return umami_rows(source)
     raise ImportFailed(f"{source.label}: no reader for {source.kind}")

@@ -1,5 +1,6 @@
-"""svc's own exports (NDJSON and CSV, the columns of GET /export), and NDJSON of events as
-POST /analytics takes them (``event``, ``url``, ``ts`` in ms or ISO 8601, ...), one a line.
+"""svc's own exports (NDJSON, CSV and Parquet, the columns of GET /export), and NDJSON of
+events as POST /analytics takes them (``event``, ``url``, ``ts`` in ms or ISO 8601, ...), one a
+line.
 
 A row of an svc export keeps every column as it was stored (:attr:`Row.stored`): importing it
 on a data directory is lossless. Its ``eventId`` is its own, or a hash of what identifies it,
@@ -13,12 +14,14 @@ cells are neutralised for spreadsheets (a single quote before a value that begin
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Iterator
 from typing import Any
 
 from svc.csv_cells import unneutralised as original_text
 from svc.imports.rows import (
+    ImportFailed,
     Item,
     Occurrences,
     Refusal,
@@ -151,6 +154,71 @@ def svc_csv_rows(source: Source) -> Iterator[Item]:
                 yield _svc_row(where, obj, identity)
             except (ValueError, TypeError) as exc:
                 yield Refusal(where, reason_of(exc))
+
+
+def parquet_rows(source: Source) -> Iterator[Item]:
+    """The rows of svc's Parquet export (GET /export?format=parquet, ``svcm export -o
+    x.parquet``): the same columns as NDJSON, ``properties`` a map."""
+    occ = Occurrences("svc")
+    for number, obj in enumerate(parquet_records(source), 1):
+        where = f"{source.label}:{number}"
+        try:
+            identity = occ.identity(obj.get("ts_ms"), svc_identity(obj))
+            yield _svc_row(where, obj, identity)
+        except (ValueError, TypeError) as exc:
+            yield Refusal(where, reason_of(exc))
+
+
+def parquet_records(source: Source) -> Iterator[dict[str, Any]]:
+    """The rows of a Parquet file as JSON would have them (text as ``str``, a map as a
+    ``dict``, a struct as a ``dict``, a list as a ``list``); :class:`ImportFailed` for a file
+    pyarrow cannot read. pyarrow is loaded here only (it is heavy, and ``svcm`` starts
+    without it)."""
+    import pyarrow.parquet as pq
+
+    with source.open() as f:
+        data = f if f.seekable() else io.BytesIO(f.read())
+        try:
+            parquet = pq.ParquetFile(data)
+        except Exception as exc:  # pyarrow's errors have no common base of their own
+            raise ImportFailed(f"{source.label}: not a readable Parquet file ({exc})") from exc
+        for batch in parquet.iter_batches(batch_size=10_000):
+            for rec in batch.to_pylist():
+                yield {k: _plain(v) for k, v in rec.items()}
+
+
+def parquet_columns(source: Source) -> set[str]:
+    """The column names of a Parquet source."""
+    import pyarrow.parquet as pq
+
+    with source.open() as f:
+        data = f if f.seekable() else io.BytesIO(f.read())
+        try:
+            return set(pq.ParquetFile(data).schema_arrow.names)
+        except Exception as exc:  # see parquet_records
+            raise ImportFailed(f"{source.label}: not a readable Parquet file ({exc})") from exc
+
+
+def parquet_count(source: Source) -> int:
+    """The rows of a Parquet source, from its footer."""
+    import pyarrow.parquet as pq
+
+    with source.open() as f:
+        data = f if f.seekable() else io.BytesIO(f.read())
+        return int(pq.ParquetFile(data).metadata.num_rows)
+
+
+def _plain(value: Any) -> Any:
+    """A Parquet cell as JSON has it: text as ``str``, a map as a ``dict``."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, list):
+        if value and all(isinstance(kv, tuple) and len(kv) == 2 for kv in value):
+            return {_plain(k): _plain(v) for k, v in value}
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
 
 
 def unneutralised(rec: dict[str, Any]) -> dict[str, Any]:

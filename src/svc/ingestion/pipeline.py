@@ -10,6 +10,10 @@ Each step reads and fills an :class:`EventDraft`; a step that drops the event re
 5. ``enrich_user_agent``: browser, OS, device class.
 6. ``attribute_source``: source, channel, referrer host.
 7. ``locate``: country, region, city.
+
+A server-side sender (secret key) may name the end user's client as another service recorded
+it (the event's ``client``: an import's browser, system, device and location); what it names
+replaces what steps 5 and 7 would derive.
 8. ``identify``: visitor and session ids.
 
 The spool append follows in :mod:`svc.ingestion.service`.
@@ -267,6 +271,14 @@ class Pipeline:
             info = parse_user_agent(d.user_agent)
             d.browser, d.browser_version = info.browser, info.browser_version
             d.os, d.os_version, d.device = info.os, info.os_version, info.device
+        client = d.raw.client
+        if client is not None and d.ctx.key_kind == "secret":
+            get = client.get
+            d.browser = get("browser", d.browser)
+            d.browser_version = get("browserVersion", d.browser_version)
+            d.os = get("os", d.os)
+            d.os_version = get("osVersion", d.os_version)
+            d.device = get("device", d.device).lower()
         if not d.device and d.raw.screen:
             d.device = device_from_screen(d.raw.screen)
         return None
@@ -278,7 +290,10 @@ class Pipeline:
         return None
 
     def locate(self, d: EventDraft) -> DropReason | None:
-        if d.ctx.edge_geo is not None and d.address == d.ctx.address:
+        client = d.raw.client
+        if client is not None and d.ctx.key_kind == "secret" and "country" in client:
+            d.geo = Geo(client["country"].upper(), client.get("region", ""), client.get("city", ""))
+        elif d.ctx.edge_geo is not None and d.address == d.ctx.address:
             d.geo = d.ctx.edge_geo
         elif d.address:
             d.geo = self.geo.lookup(d.address)

@@ -18,6 +18,7 @@ from svc.errors import InvalidRequest, PayloadTooLarge
 from svc.schema.limits import (
     FUTURE_WINDOW_MS,
     IP_PATTERN,
+    MAX_CLIENT_FIELD,
     MAX_EVENT_ID,
     MAX_EVENT_NAME,
     MAX_IP,
@@ -35,7 +36,7 @@ from svc.schema.limits import (
     PAST_WINDOW_MS,
 )
 from svc.schema.measurements import KINDS, Kind
-from svc.schema.wire import RawEvent
+from svc.schema.wire import CLIENT_FIELDS, RawEvent
 
 __all__ = [
     "Body",
@@ -319,6 +320,8 @@ def decode_valid(data: bytes, max_events: int, now_ms: int) -> Body | None:
                 check_kind(kind, w.properties)
             if w.properties:
                 w.properties = _properties(w.properties)
+            if w.client is not None:
+                w.client = _client(w.client)
     except (msgspec.DecodeError, InvalidRequest, RecursionError, ValueError, OverflowError):
         return None
     return Body(wire, is_batch)
@@ -399,6 +402,9 @@ def validate_event(obj: Any, now_ms: int) -> RawEvent:
     kind = KINDS.get(name)
     if kind is not None:
         check_kind(kind, props or {})
+    client = get("client")
+    if client is not None:
+        client = _client(client)
     # Positional, in RawEvent's field order.
     return RawEvent(
         name,
@@ -412,6 +418,7 @@ def validate_event(obj: Any, now_ms: int) -> RawEvent:
         user_agent,
         ip,
         screen,
+        client,
     )
 
 
@@ -513,6 +520,30 @@ def _properties(value: Any) -> dict[str, str]:
                 f"`{where}` must be a string, number, boolean or null", field=where
             )
     return out
+
+
+def _client(value: Any) -> dict[str, str] | None:
+    """``client``: an object of :data:`CLIENT_FIELDS` to strings of at most
+    ``MAX_CLIENT_FIELD`` characters (empty ones left out; nothing left is no ``client``)."""
+    if not isinstance(value, dict):
+        raise InvalidRequest("`client` must be an object", field="client")
+    out: dict[str, str] = {}
+    for key, item in value.items():
+        where = f"client.{key}"
+        if key not in CLIENT_FIELDS:
+            raise InvalidRequest(
+                f"`{where}` is not known; `client` takes {', '.join(CLIENT_FIELDS)}", field=where
+            )
+        if item is None or item == "":
+            continue
+        if not isinstance(item, str):
+            raise InvalidRequest(f"`{where}` must be a string", field=where)
+        if len(item) > MAX_CLIENT_FIELD:
+            raise InvalidRequest(
+                f"`{where}` is longer than {MAX_CLIENT_FIELD} characters", field=where
+            )
+        out[key] = item
+    return out or None
 
 
 def _items(items: list[Any], where: str) -> str:

@@ -16,6 +16,8 @@ MAX_EVENT_ID = 128
 MAX_REFERRER = 2048
 MAX_USER_AGENT = 1024
 MAX_IP = 45
+#: Each value of an event's ``client`` (browser, system, device, location of an import).
+MAX_CLIENT_FIELD = 100
 #: What an ``ip`` must look like (IPv4 or IPv6).
 IP_PATTERN = r"^[0-9A-Fa-f:.]{2,45}$"
 MAX_SCREEN = 65535

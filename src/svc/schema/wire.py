@@ -27,6 +27,7 @@ from svc.schema.limits import (
     IP_PATTERN,
     MAX_BATCH_EVENTS,
     MAX_BODY_BYTES,
+    MAX_CLIENT_FIELD,
     MAX_EVENT_ID,
     MAX_EVENT_NAME,
     MAX_IP,
@@ -44,6 +45,11 @@ from svc.schema.limits import (
     MAX_USER_AGENT,
     PAST_WINDOW_MS,
 )
+
+#: The keys of ``client``: the enrichment of an event as another service recorded it, in the
+#: events table's terms (``browserVersion`` is the column ``browser_version``...).
+CLIENT_FIELDS = ("browser", "browserVersion", "os", "osVersion", "device", "country", "region",
+                 "city")  # fmt: skip
 
 #: A property's value: a string, a number, a boolean or null.
 _SCALAR: dict[str, Any] = {
@@ -198,6 +204,24 @@ class RawEvent(
     ) = None
     screen: (
         Annotated[int, Meta(ge=0, le=MAX_SCREEN, description="The viewport's width in pixels.")]
+        | None
+    ) = None
+    client: (
+        Annotated[
+            dict[str, str],
+            Meta(
+                description="What another service recorded of the end user's client (secret "
+                "key only; imports): any of "
+                + ", ".join(f"`{k}`" for k in CLIENT_FIELDS)
+                + f" (each at most {MAX_CLIENT_FIELD} characters). Each one given replaces "
+                "what the user agent and the address would give.",
+                extra_json_schema={
+                    "propertyNames": {"enum": list(CLIENT_FIELDS)},
+                    "additionalProperties": {"type": "string", "maxLength": MAX_CLIENT_FIELD},
+                },
+                extra={"keys": list(CLIENT_FIELDS)},
+            ),
+        ]
         | None
     ) = None
 
