@@ -81,8 +81,8 @@ def test_a_ga4_export_imports_with_every_count_per_dimension(
         {"currency": "USD", "revenue": 12.5, "orders": 1, "averageOrderValue": 12.5},
     ]
     assert revenue["topItems"] == [
-        {"itemId": "sku1", "currency": "EUR", "quantity": 3.0, "revenue": 30.0},
-        {"itemId": "sku2", "currency": "USD", "quantity": 1.0, "revenue": 12.5},
+        {"itemId": "sku1", "itemName": "Mug", "currency": "EUR", "quantity": 3.0, "revenue": 30.0},
+        {"itemId": "sku2", "itemName": "Cap", "currency": "USD", "quantity": 1.0, "revenue": 12.5},
     ]
 
 
