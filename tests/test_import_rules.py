@@ -68,11 +68,16 @@ UNITS: tuple[Unit, ...] = (
         "a credential to a `Principal`, and its rights",
         ("accounts", "credentials", "meta"),
     ),
+    Unit(
+        "cluster",
+        "several nodes: the background jobs' leases, the state shared in Redis",
+        ("meta",),
+    ),
     Unit("limits", "the limits' rules: buckets, plans, quotas, client deadlines", ("meta",)),
     Unit(
         "ingestion",
         "POST /analytics' domain: wire format, pipeline steps, enrichment, identity",
-        ("limits", "meta", "spool", "storage"),
+        ("cluster", "limits", "meta", "spool", "storage"),
     ),
     Unit(
         "imports",
@@ -99,6 +104,7 @@ UNITS: tuple[Unit, ...] = (
         "the running service: every long-lived part, started and stopped in order",
         (
             "auth",
+            "cluster",
             "credentials",
             "ingestion",
             "limits",
@@ -119,7 +125,7 @@ UNITS: tuple[Unit, ...] = (
     Unit(
         "lake",
         "the raw-event lake: each project's UTC days as Parquet, in a directory or S3",
-        ("queries", "runtime", "storage"),
+        ("cluster", "queries", "runtime", "storage"),
     ),
     Unit(
         "backup",
@@ -134,6 +140,7 @@ UNITS: tuple[Unit, ...] = (
             "accounts",
             "auth",
             "backup",
+            "cluster",
             "credentials",
             "ingestion",
             "lake",

@@ -19,11 +19,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
 from svc import __version__
 from svc.auth import Authenticator, load_admin_token_hash
+from svc.cluster.leases import Leases
 from svc.errors import Unavailable
 from svc.ingestion import client_sessions
 from svc.ingestion.identity import Salts, salt_days, stored_visitor_id
@@ -88,6 +90,19 @@ class Runtime:
         self.salts = Salts(self._fetch_salts)
         self._salts_ahead: dict[str, bytes] = {}  # see _refresh_salts
         self.ingest = IngestService.build(settings, self.spool, self.salts)
+        # Several nodes on one ClickHouse server (svc.cluster): each background job runs on
+        # the node holding its lease; ingestion's state and the memo's generation in Redis.
+        self.leases = Leases(
+            self.meta.engine,
+            self.node_id,
+            settings.job_lease_seconds,
+            enabled=bool(settings.clickhouse_url),
+        )
+        self.shared: SharedState | None = (
+            SharedState(settings, self.ingest, self.store)
+            if settings.clickhouse_url and settings.redis_url
+            else None
+        )
         self.auth: Authenticator | None = None
         self.generated_admin_token: str | None = None
         self._housekeeping: asyncio.Task[None] | None = None
@@ -102,7 +117,12 @@ class Runtime:
         self._lock_fd: int | None = None
         # the outbox, email reports and traffic alerts (svc.mail)
         self.mail = MailService(
-            settings, self.meta, self.store, self.loaded_through_ms, self.retention.raw_from
+            settings,
+            self.meta,
+            self.store,
+            self.loaded_through_ms,
+            self.retention.raw_from,
+            held=self.leases.held,
         )
 
     def _segment_ready(self) -> None:
@@ -185,6 +205,9 @@ class Runtime:
             )
         except OSError as exc:
             log.warning("cannot save the client sessions: %s", exc)
+        await asyncio.to_thread(self.leases.release_all)  # another node takes them at once
+        if self.shared is not None:
+            await self.shared.link.close()
         await asyncio.to_thread(self.store.close)
         await asyncio.to_thread(self.meta.close)
         if self._lock_fd is not None:
@@ -214,6 +237,8 @@ class Runtime:
             await asyncio.to_thread(self.meta.delete_project, project.id)
             self.authenticator.forget(project_id=project.id)
             ingest.forget_project(project)
+            if ingest.shared is not None:
+                await ingest.shared.forget_project(project.id)
         finally:
             ingest.closing.discard(project.id)
 
@@ -296,16 +321,25 @@ class Runtime:
             started = time.perf_counter()
             state = self._pass_state()
             idle = state is not None and state == done and started - done_at < FULL_PASS_EVERY
+            # several nodes: the holder of the lease alone (svc.cluster.leases)
+            if not idle and not await self.leases.held("rollups"):
+                idle = True
             try:
                 if not idle:
                     done = None
-                    days = await asyncio.to_thread(
-                        self.rollups.refresh, None, self.loaded_through_ms()
-                    )
-                    if days:
-                        log.info("rolled up %d day(s) of sessions", days)
-                    # today's days not rolled up: a snapshot (svc.storage.snapshots)
-                    await asyncio.to_thread(self.snapshots.refresh, None, self.loaded_through_ms())
+
+                    async def rollup_pass() -> None:
+                        days = await asyncio.to_thread(
+                            self.rollups.refresh, None, self.loaded_through_ms()
+                        )
+                        if days:
+                            log.info("rolled up %d day(s) of sessions", days)
+                        # today's days not rolled up: a snapshot (svc.storage.snapshots)
+                        await asyncio.to_thread(
+                            self.snapshots.refresh, None, self.loaded_through_ms()
+                        )
+
+                    await self.leases.run_held("rollups", rollup_pass)
                     if not self.snapshots.deferred:
                         done, done_at = state, started
             except Exception as exc:  # the store may be down; try again later
@@ -316,7 +350,9 @@ class Runtime:
                 self.rollup_seconds_total += self.rollup_last_seconds
                 self.rollup_runs += 1
             try:  # after the pass: no day is deleted before its rollups are current
-                await asyncio.to_thread(self.retention.run_if_due)
+                await self.leases.run_held(
+                    "retention", lambda: asyncio.to_thread(self.retention.run_if_due)
+                )
             except Exception as exc:  # the next pass tries again
                 log.warning("retention: %s", exc)
             await asyncio.sleep(self.settings.rollup_interval_seconds)
@@ -410,6 +446,36 @@ class Runtime:
         if any(day not in self._salts_ahead for day in days) or len(self._salts_ahead) > len(days):
             self._salts_ahead = self.meta.salts_for(days)
         self.salts.refresh(now)
+
+
+class SharedState:
+    """Ingestion's state and the memo's generation in Redis, shared by the nodes of one
+    ClickHouse server (svc.cluster.shared); redis-py is imported only then."""
+
+    def __init__(self, settings: Settings, ingest: IngestService, store: EventStore) -> None:
+        from svc.cluster.shared import Link, SharedGeneration, SharedIdentity, SharedReplays
+        from svc.ingestion.identity import CLIENT_SESSION_MEMORY_MS
+
+        self.link = Link(settings.redis_url)
+        ingest.shared = SharedIdentity(
+            self.link,
+            ingest.pipeline.sessions.timeout_ms,
+            ingest.pipeline.event_ids.window_ms,
+            CLIENT_SESSION_MEMORY_MS,
+        )
+        self.replays = SharedReplays(self.link)
+        generation = SharedGeneration(self.link)
+        store.shared_generation = generation
+        store.memo.entries = settings.read_memo_entries  # keyed on the shared generation too
+        self.identity = ingest.shared
+
+    def status(self) -> dict[str, Any]:
+        """For /health: Redis as the shared state sees it, and what went through it."""
+        return {
+            **self.link.status(),
+            "identifyCalls": self.identity.calls,
+            "identifiedEvents": self.identity.events,
+        }
 
 
 class _SeedRow(msgspec.Struct):

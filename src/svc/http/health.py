@@ -86,6 +86,9 @@ def health_report(runtime: Runtime) -> dict[str, Any]:
             "uptimeSeconds": round(time.time() - runtime.started_at, 1),
             "memoryRssBytes": _rss_bytes(),
             "maxRssBytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            # several nodes (svc.cluster): the background jobs' leases, the shared state
+            "leases": runtime.leases.status(),
+            "shared": None if runtime.shared is None else runtime.shared.status(),
         },
     }
 

@@ -61,6 +61,10 @@ def _m061_dropped(conn: Connection) -> None:
     tables.dropped_samples.create(conn, checkfirst=True)
 
 
+def _m063_job_leases(conn: Connection) -> None:
+    tables.job_leases.create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial: projects, api_keys, salts, usage", _m001_initial),
     (2, "accounts: accounts, teams, members, sessions, invitations, resets", _m002_accounts),
@@ -71,6 +75,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (51, "accounts: the last two-factor time step accepted", _m051_totp_last_step),
     (60, "saved: goals, funnels, segments and annotations of a project", _m060_saved),
     (61, "dropped: counts per project, day and reason; samples", _m061_dropped),
+    (63, "cluster: the background jobs' leases", _m063_job_leases),
 ]
 
 

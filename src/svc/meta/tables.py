@@ -194,6 +194,17 @@ usage = Table(
     Column("events", BigInteger, nullable=False, server_default="0"),
 )
 
+# the background jobs' leases (svc.cluster.leases): which node runs each job, until when
+job_leases = Table(
+    "job_leases",
+    metadata,
+    Column("job", String(40), primary_key=True),
+    Column("holder", String(80), nullable=False),
+    Column("expires_at", BigInteger, nullable=False),  # ms; the lease is free after it
+    Column("taken_at", BigInteger, nullable=False),  # ms; when this holder took it
+    Column("renewed_at", BigInteger, nullable=False),  # ms
+)
+
 # what the ingestion pipeline dropped (svc.meta.dropped): counts per project, UTC day and
 # reason; a few of the dropped requests per project and day, kept 3 days, never an address
 dropped_counts = Table(
