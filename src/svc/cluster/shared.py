@@ -58,10 +58,14 @@ local function active(key, ts)
   local l = redis.call('HGET', key, 'l')
   return l and ts - tonumber(l) <= T
 end
-local function keep(key, l, sn)
+local function keep(key, l, sn, now)
+  -- kept until the timeout has passed since its last event and its last arrival, by the
+  -- nodes' clock (relative to the arrival: Redis's own clock does not matter)
   local until_ms = l
   if sn > until_ms then until_ms = sn end
-  redis.call('PEXPIREAT', key, string.format('%d', until_ms + T))
+  local ttl = until_ms + T - now
+  if ttl < 1 then ttl = 1 end
+  redis.call('PEXPIRE', key, string.format('%d', ttl))
 end
 local i = 4
 while i <= #ARGV do
@@ -93,7 +97,7 @@ while i <= #ARGV do
         if now > sn then sn = now end
         redis.call('HSET', key, 'f', string.format('%d', f), 'l', string.format('%d', l),
                    's', string.format('%d', sn))
-        keep(key, l, sn)
+        keep(key, l, sn, now)
         start = st
       elseif ts < f then
         start = ts  -- a late event from well before the current session: its own session
@@ -104,7 +108,7 @@ while i <= #ARGV do
     if not s or not s[1] then
       redis.call('HSET', key, 'st', string.format('%d', ts), 'f', string.format('%d', ts),
                  'l', string.format('%d', ts), 's', string.format('%d', now))
-      keep(key, ts, now)
+      keep(key, ts, now, now)
     end
     out[#out + 1] = which; out[#out + 1] = start; out[#out + 1] = ''
   elseif kind == 'c' then
