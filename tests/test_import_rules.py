@@ -314,6 +314,25 @@ def test_no_module_imports_itself_through_others() -> None:
     assert not circles, f"import circles: {circles}"
 
 
+def test_the_product_imports_no_test_code() -> None:
+    """Nothing of the tests reaches the product: the ClickHouse double
+    (tests/clickhouse_double) above all, which stands in for a server in tests only."""
+    found = []
+    for module, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
+            found += [f"{module} imports {n}" for n in names if n.split(".")[0] == "tests"]
+        if "clickhouse_double" in path.read_text():
+            found.append(f"{module} names the ClickHouse double")
+    assert not found, found
+
+
 def test_the_architecture_doc_lists_the_table() -> None:
     text = DOC.read_text()
     assert BEGIN in text and END in text, f"docs/architecture.md lacks {BEGIN!r}"
