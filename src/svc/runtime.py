@@ -26,6 +26,7 @@ import msgspec
 from svc import __version__
 from svc.auth import Authenticator, load_admin_token_hash
 from svc.cluster.leases import Leases
+from svc.cluster.watermarks import Watermarks
 from svc.errors import Unavailable
 from svc.ingestion import client_sessions
 from svc.ingestion.identity import Salts, salt_days, stored_visitor_id
@@ -97,6 +98,10 @@ class Runtime:
             self.node_id,
             settings.job_lease_seconds,
             enabled=bool(settings.clickhouse_url),
+        )
+        # the other nodes' watermarks: the jobs trust the least (svc.cluster.watermarks)
+        self.watermarks = Watermarks(
+            self.meta.engine, self.node_id, enabled=bool(settings.clickhouse_url)
         )
         self.shared: SharedState | None = (
             SharedState(settings, self.ingest, self.store)
@@ -177,6 +182,10 @@ class Runtime:
         await asyncio.to_thread(self._seed_from_spool, [s.path for s in self.spool.ready])
         if warm_up is not None:
             await warm_up
+        try:  # before any event is taken: the others' jobs wait for what the spool holds
+            await asyncio.to_thread(self.watermarks.publish, self._own_loaded_through_ms())
+        except Exception as exc:  # the housekeeping tries again
+            log.warning("cannot record this node's watermark: %s", exc)
         await self.spool.start()
         await self.loader.start()
         self.loader.notify()
@@ -198,6 +207,13 @@ class Runtime:
                 await self._housekeeping
         await self.spool.close()
         await self.loader.stop(drain=True)
+        try:  # nothing left to load: the other nodes' jobs need not wait for this one
+            if self.loader.backlog_events == 0:
+                await asyncio.to_thread(self.watermarks.withdraw)
+            else:
+                await asyncio.to_thread(self.watermarks.publish, self._own_loaded_through_ms())
+        except Exception as exc:
+            log.warning("cannot record this node's watermark: %s", exc)
         await asyncio.to_thread(self._flush_last_used)
         try:  # for the next run: a client's session goes on over a restart
             await asyncio.to_thread(
@@ -289,8 +305,13 @@ class Runtime:
 
     def loaded_through_ms(self) -> int:
         """A time before which every event received is in the store: the oldest receipt
-        still in a request on its way to the spool, or in the spool, else now. Read on the
-        event loop, where these change."""
+        still in a request on its way to the spool, or in the spool, else now; with several
+        nodes, the least of every node's (svc.cluster.watermarks). Read on the event loop,
+        where these change."""
+        return self.watermarks.through(self._own_loaded_through_ms())
+
+    def _own_loaded_through_ms(self) -> int:
+        """:meth:`loaded_through_ms` of this process alone."""
         waiting = [now_ms()]
         oldest = self.loader.oldest_waiting_ms  # the open segment and the group waiting too
         if oldest is not None:
@@ -398,6 +419,8 @@ class Runtime:
                     pipeline.event_ids.expire(now)
                     await asyncio.to_thread(self.meta.check_file)  # deleted or replaced?
                     await asyncio.to_thread(self._refresh_salts, now)
+                    own = self._own_loaded_through_ms()  # on the event loop, where it changes
+                    await asyncio.to_thread(self.watermarks.publish, own)
                     await asyncio.to_thread(self._flush_last_used)
                     await record_usage()
                     await record_drops()

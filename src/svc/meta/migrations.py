@@ -63,6 +63,7 @@ def _m061_dropped(conn: Connection) -> None:
 
 def _m063_job_leases(conn: Connection) -> None:
     tables.job_leases.create(conn, checkfirst=True)
+    tables.node_watermarks.create(conn, checkfirst=True)
 
 
 MIGRATIONS: list[tuple[int, str, Migration]] = [
@@ -75,7 +76,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (51, "accounts: the last two-factor time step accepted", _m051_totp_last_step),
     (60, "saved: goals, funnels, segments and annotations of a project", _m060_saved),
     (61, "dropped: counts per project, day and reason; samples", _m061_dropped),
-    (63, "cluster: the background jobs' leases", _m063_job_leases),
+    (63, "cluster: the background jobs' leases, the nodes' watermarks", _m063_job_leases),
 ]
 
 

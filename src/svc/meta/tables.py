@@ -205,6 +205,15 @@ job_leases = Table(
     Column("renewed_at", BigInteger, nullable=False),  # ms
 )
 
+# each node's watermark (svc.cluster.watermarks): every event it received before is loaded
+node_watermarks = Table(
+    "node_watermarks",
+    metadata,
+    Column("node_id", String(80), primary_key=True),
+    Column("loaded_through_ms", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+)
+
 # what the ingestion pipeline dropped (svc.meta.dropped): counts per project, UTC day and
 # reason; a few of the dropped requests per project and day, kept 3 days, never an address
 dropped_counts = Table(
