@@ -29,7 +29,7 @@ from sqlalchemy import text
 from svc.meta.store import MetaStore
 from tests.clickhouse_double import RunningDouble, clickhouse_double  # noqa: F401
 from tests.limits.conftest import running_redis
-from tests.support import Server, admin_token
+from tests.support import SERVE, Server, admin_token
 from tests.test_meta_store import postgres_url
 
 DAY = (datetime.now(UTC) - timedelta(days=3)).replace(hour=0, minute=0, second=0, microsecond=0)
@@ -107,7 +107,20 @@ class Cluster:
 
     def wait_loaded(self) -> None:
         for node in self.nodes:
-            node.wait_loaded(60)
+            try:
+                node.wait_loaded(180)  # the double serves the nodes one engine
+            except TimeoutError:
+                import os
+                import signal
+
+                for n in self.nodes:
+                    assert n.proc is not None
+                    os.kill(n.proc.pid, signal.SIGUSR1)
+                time.sleep(2)
+                for n in self.nodes:
+                    assert n.log_path is not None
+                    print("=====", n.data_dir, n.log_path.read_text()[-15000:])
+                raise
 
 
 def node_env(double: RunningDouble, redis_url: str, i: int) -> dict[str, str]:
@@ -138,7 +151,12 @@ def cluster(
     with ExitStack() as stack:
         redis_url = stack.enter_context(running_redis(root))
         nodes = [
-            Server(root / f"node-{i}", env=node_env(clickhouse_double, redis_url, i))
+            Server(
+                root / f"node-{i}",
+                env=node_env(clickhouse_double, redis_url, i),
+                program="import faulthandler, signal; "
+                "faulthandler.register(signal.SIGUSR1, all_threads=True); " + SERVE,
+            )
             for i in range(3)
         ]
         for node in nodes:

@@ -40,7 +40,9 @@ import redis.asyncio as aredis
 
 log = logging.getLogger(__name__)
 
-TIMEOUT_S = 0.5
+#: A call that takes longer fails over to the node's own state: longer than the limits'
+#: (0.25 s), since an answer here is what keeps sessions exact across nodes.
+TIMEOUT_S = 2.0
 RETRY_AFTER_FAILURE_S = 1.0
 PREFIX = "svc:n:"
 
