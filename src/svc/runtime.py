@@ -161,6 +161,8 @@ class Runtime:
         await asyncio.to_thread(self.meta.migrate)
         await asyncio.to_thread(self._refresh_salts, now_ms())
         await asyncio.to_thread(self.spool.recover)
+        if self.shared is not None:  # a kill between fsync and confirm left them pending
+            await asyncio.to_thread(self.shared.confirm_spooled, [s.path for s in self.spool.ready])
         await asyncio.to_thread(self.loader.quarantine.load_stats)
         try:
             await asyncio.to_thread(self.store.migrate)
@@ -485,12 +487,28 @@ class SharedState:
             ingest.pipeline.sessions.timeout_ms,
             ingest.pipeline.event_ids.window_ms,
             CLIENT_SESSION_MEMORY_MS,
+            int(settings.event_id_pending_seconds * 1000),
         )
         self.replays = SharedReplays(self.link)
         generation = SharedGeneration(self.link)
         store.shared_generation = generation
         store.memo.entries = settings.read_memo_entries  # keyed on the shared generation too
         self.identity = ingest.shared
+
+    def confirm_spooled(self, paths: list[Path]) -> None:
+        """Mark the event ids of the spool's segments stored in Redis (blocking)."""
+        decoder = msgspec.json.Decoder(_SeedRow)
+        rows: list[tuple[str, str, int]] = []
+        for path in paths:
+            for line in read_segment(path).payload().splitlines():
+                try:
+                    row = decoder.decode(line)
+                    if row.event_id:
+                        rows.append((row.project_id, row.event_id, _ms_of(row.received_at)))
+                except (msgspec.DecodeError, ValueError):
+                    continue
+        if rows:
+            self.identity.confirm_stored(rows, now_ms())
 
     def status(self) -> dict[str, Any]:
         """For /health: Redis as the shared state sees it, and what went through it."""

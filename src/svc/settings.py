@@ -370,6 +370,11 @@ class Settings:
         "Name of this node in /health and in the job leases (unique per node when several "
         "share a ClickHouse server). Empty: the host name.",
     )
+    event_id_pending_seconds: float = _setting(
+        120.0,
+        "Several nodes (Redis): how long an eventId stays reserved for a request not answered "
+        "yet; a copy meanwhile gets 503, and after it, if the first was never stored, is stored.",
+    )
     job_lease_seconds: float = _setting(
         30.0,
         "With a ClickHouse server: a background job's lease (rollups, retention, lake, "

@@ -136,3 +136,41 @@ def test_a_write_of_another_node_retires_every_nodes_memo(tmp_path: Path, redis_
     asyncio.run(here.close())
     asyncio.run(there.close())
     asyncio.run(gone.close())
+
+
+def test_an_event_id_pending_on_a_dead_node_is_retried_then_taken(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """A node reserves an event's id and dies before its spool took it: a retry of that
+    event on another node is answered 503 while the reservation is pending, then stored
+    once it expired; once stored (confirmed), a copy is a duplicate."""
+    from svc.cluster.shared import Ask
+    from svc.errors import Unavailable
+
+    async def run() -> tuple[list[str], list[str]]:
+        link = Link(redis_url)
+        shared = SharedIdentity(
+            link, 30 * MINUTE, 48 * 3_600_000, CLIENT_SESSION_MEMORY_MS, pending_ms=300
+        )
+        node = Node(tmp_path / "b", shared)
+        await node.spool.start()
+        now = START_MS
+        # the dead node's reservation (its script ran, its fsync never did)
+        await shared.assign([Ask("d", "lost-1", "svc_proj_nodes", 1, 2, now, now)])
+        event = {"event": "page_view", "url": "https://nodes.test/", "ts": now, "eventId": "lost-1"}
+        outcomes = []
+        try:
+            await node.send("198.51.100.1", "Mozilla/5.0 Chrome/120.0", now, [event])
+        except Unavailable as exc:
+            outcomes.append(f"{exc.status} {exc.headers}")
+        await asyncio.sleep(0.5)  # the reservation expired: the retry is taken
+        await node.send("198.51.100.1", "Mozilla/5.0 Chrome/120.0", now, [event])
+        outcomes.append("stored")
+        await node.send("198.51.100.1", "Mozilla/5.0 Chrome/120.0", now, [event])  # a copy
+        await node.spool.close()
+        await link.close()
+        return outcomes, [r["event_id"] for r in node.rows()]
+
+    outcomes, stored = asyncio.run(run())
+    assert outcomes == ["503 {'Retry-After': '2'}", "stored"]
+    assert stored == ["lost-1"]

@@ -46,16 +46,19 @@ TIMEOUT_S = 2.0
 RETRY_AFTER_FAILURE_S = 1.0
 PREFIX = "svc:n:"
 
-# ARGV: timeout ms, dedup window ms, client memory ms, then 8 per event: kind, event id,
-# project, visitor today, visitor yesterday, ts ms, arrival ms, client session id.
-# Out, 3 per event: flag (-1 duplicate, 0 today's visitor, 1 yesterday's, 2 no live session,
-# 3 a client-named session), start ms, the client session's person (its first visitor).
+# ARGV: timeout ms, dedup window ms, client memory ms, pending ms, then 8 per event: kind,
+# event id, project, visitor today, visitor yesterday, ts ms, arrival ms, client session id.
+# Out, 3 per event: flag (-2 an id reserved by a request not answered yet, -1 duplicate,
+# 0 today's visitor, 1 yesterday's, 2 no live session, 3 a client-named session), start ms,
+# the client session's person (its first visitor).
 IDENTIFY_LUA = """
 local P = KEYS[1]
 local T = tonumber(ARGV[1])
 local W = ARGV[2]
 local CM = ARGV[3]
+local PENDING = ARGV[4]
 local out = {}
+local mine = {}
 local function active(key, ts)
   local l = redis.call('HGET', key, 'l')
   return l and ts - tonumber(l) <= T
@@ -69,20 +72,25 @@ local function keep(key, l, sn, now)
   if ttl < 1 then ttl = 1 end
   redis.call('PEXPIRE', key, string.format('%d', ttl))
 end
-local i = 4
+local i = 5
 while i <= #ARGV do
   local kind, eid, project = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local vt, vy = ARGV[i + 3], ARGV[i + 4]
   local ts, now, csid = tonumber(ARGV[i + 5]), tonumber(ARGV[i + 6]), ARGV[i + 7]
   i = i + 8
-  local dup = false
+  local dup = 0
   if eid ~= '' then
-    if not redis.call('SET', P .. 'e:' .. project .. ':' .. eid, '1', 'NX', 'PX', W) then
-      dup = true
+    local key = P .. 'e:' .. project .. ':' .. eid
+    if mine[key] then
+      dup = -1  -- twice in this request
+    elseif not redis.call('SET', key, 'p', 'NX', 'PX', PENDING) then
+      if redis.call('GET', key) == 'p' then dup = -2 else dup = -1 end
+    else
+      mine[key] = true
     end
   end
-  if dup then
-    out[#out + 1] = -1; out[#out + 1] = 0; out[#out + 1] = ''
+  if dup ~= 0 then
+    out[#out + 1] = dup; out[#out + 1] = 0; out[#out + 1] = ''
   elseif kind == 'd' then
     local which, key = 0, P .. 'd:' .. project .. ':' .. vt
     if not active(key, ts) then
@@ -154,7 +162,11 @@ return out
 
 #: The kinds of event :class:`SharedIdentity` assigns.
 DERIVED, CLIENT, MEASURE_DERIVED, MEASURE_CLIENT = "d", "c", "md", "mc"
-DUPLICATE, TODAY, YESTERDAY, NONE, CLIENT_SESSION = -1, 0, 1, 2, 3
+PENDING, DUPLICATE, TODAY, YESTERDAY, NONE, CLIENT_SESSION = -2, -1, 0, 1, 2, 3
+#: How long an event id stays reserved for a request that has not stored it yet (ms): a
+#: node killed before its spool took the event leaves it reserved that long, and a retry
+#: meanwhile is answered 503 (retry later), then taken.
+PENDING_MS = 120_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +185,7 @@ class Ask:
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    flag: int  # DUPLICATE, TODAY, YESTERDAY, NONE, CLIENT_SESSION
+    flag: int  # PENDING, DUPLICATE, TODAY, YESTERDAY, NONE, CLIENT_SESSION
     start_ms: int
     person: int  # a client-named session's first visitor (CLIENT_SESSION of kind CLIENT)
 
@@ -228,11 +240,22 @@ class SharedIdentity:
     """Event-id reservations and session assignment in Redis, one script call per request."""
 
     def __init__(
-        self, link: Link, timeout_ms: int, dedup_window_ms: int, client_memory_ms: int
+        self,
+        link: Link,
+        timeout_ms: int,
+        dedup_window_ms: int,
+        client_memory_ms: int,
+        pending_ms: int = PENDING_MS,
     ) -> None:
         self.link = link
         self._script = link.client.register_script(IDENTIFY_LUA)
-        self._head = [str(timeout_ms), str(dedup_window_ms), str(client_memory_ms)]
+        self.window_ms = dedup_window_ms
+        self._head = [
+            str(timeout_ms),
+            str(dedup_window_ms),
+            str(client_memory_ms),
+            str(pending_ms),
+        ]
         self.calls = 0
         self.events = 0
 
@@ -266,6 +289,34 @@ class SharedIdentity:
             Answer(int(out[i]), int(out[i + 1]), int(out[i + 2] or 0))
             for i in range(0, len(out), 3)
         ]
+
+    async def confirm(self, project_id: str, event_ids: Sequence[str]) -> None:
+        """Mark reserved event ids stored (their events are in the spool): duplicates for the
+        dedup window from now on. Redis out of reach: they stay pending until
+        :data:`PENDING_MS` ends (a copy sent after that would be stored again)."""
+        if not event_ids:
+            return
+        try:
+            async with self.link.client.pipeline(transaction=False) as pipe:
+                for e in event_ids:
+                    pipe.set(f"{PREFIX}e:{project_id}:{e}", b"1", px=self.window_ms)
+                await pipe.execute()
+        except (redis.RedisError, OSError) as exc:
+            self.link.failed(exc)
+
+    def confirm_stored(self, rows: Sequence[tuple[str, str, int]], now_ms: int) -> None:
+        """At start-up, mark the event ids of the node's spool stored (blocking): rows of
+        (project, event id, receipt ms). A node killed between its fsync and
+        :meth:`confirm` left them pending."""
+        try:
+            with self.link.sync.pipeline(transaction=False) as pipe:
+                for project_id, event_id, received_ms in rows:
+                    ttl = received_ms + self.window_ms - now_ms
+                    if ttl > 0:
+                        pipe.set(f"{PREFIX}e:{project_id}:{event_id}", b"1", px=ttl)
+                pipe.execute()
+        except (redis.RedisError, OSError) as exc:
+            self.link.failed(exc)
 
     async def release(self, project_id: str, event_ids: Sequence[str]) -> None:
         """Forget reserved event ids whose events were not stored (the spool failed)."""

@@ -22,7 +22,7 @@ from svc.ingestion.dropped import DropCounts
 from svc.ingestion.enrich.geo import GeoLookup
 from svc.ingestion.outcomes import DropReason, Outcomes
 from svc.ingestion.pipeline import EventDraft, Pipeline, RequestContext
-from svc.ingestion.shared_identity import identify_all
+from svc.ingestion.shared_identity import PendingElsewhere, identify_all
 from svc.ingestion.wire import decode_body, decode_valid, validate_event
 from svc.limits.plans import parse_plans
 from svc.limits.quota import Quotas
@@ -203,7 +203,15 @@ class IngestService:
         shared_ids: list[str] = []  # the event ids reserved in Redis
         if pending:
             assert shared is not None
-            reasons = await identify_all(pipeline, shared, pending)
+            try:
+                reasons = await identify_all(pipeline, shared, pending)
+            except PendingElsewhere:
+                await self.quotas.release(project.id, month, quota_left + len(pending))
+                raise Unavailable(
+                    "an eventId of this request is being stored by another request; retry "
+                    "in a few seconds (the copy that is stored first counts, once)",
+                    headers={"Retry-After": "2"},
+                ) from None
             for draft, reason in zip(pending, reasons, strict=True):
                 if reason is not None:
                     self._dropped(result, draft, reason)
@@ -235,6 +243,8 @@ class IngestService:
                     "events cannot be stored right now; retry later",
                     headers={"Retry-After": "5"},
                 ) from exc
+            if shared is not None and shared_ids:  # stored: duplicates from now on
+                await shared.confirm(project.id, shared_ids)
             n = len(rows)
             result.accepted = n
             self.outcomes.accepted += n

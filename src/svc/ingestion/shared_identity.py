@@ -73,6 +73,12 @@ def apply(d: EventDraft, ask: Ask, answer: Answer) -> DropReason | None:
     return None
 
 
+class PendingElsewhere(Exception):
+    """An event id of the request is reserved by a request not answered yet (maybe on
+    another node, maybe one whose node died before storing it): the request is to be
+    retried later (503), with nothing of it stored and its own reservations released."""
+
+
 async def identify_all(
     pipeline: Pipeline, shared: SharedIdentity, drafts: Sequence[EventDraft]
 ) -> list[DropReason | None]:
@@ -85,4 +91,13 @@ async def identify_all(
             reason = pipeline.drop_duplicates(d)
             out.append(reason if reason is not None else pipeline.identify(d))
         return out
+    from svc.cluster.shared import PENDING
+
+    if any(r.flag == PENDING for r in answers):
+        mine = [
+            a.event_id for a, r in zip(asks, answers, strict=True) if a.event_id and r.flag >= 0
+        ]
+        if mine:
+            await shared.release(drafts[0].ctx.project.id, mine)
+        raise PendingElsewhere
     return [apply(d, a, r) for d, a, r in zip(drafts, asks, answers, strict=True)]
