@@ -90,6 +90,9 @@ REPORTS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
+METRICS_TOKEN = "cluster-metrics-token-" + "x" * 8
+
+
 @dataclass
 class Cluster:
     """The nodes and what they share; :meth:`pick` is the load balancer."""
@@ -131,6 +134,7 @@ def node_env(double: RunningDouble, redis_url: str, i: int) -> dict[str, str]:
         "SVC_NODE_ID": f"node-{i}",
         "SVC_JOB_LEASE_SECONDS": "3",
         "SVC_EVENT_ID_PENDING_SECONDS": "5",
+        "SVC_INTERNAL_METRICS_TOKEN": METRICS_TOKEN,
         "SVC_ROLLUP_INTERVAL_SECONDS": "0.5",
         "SVC_HOUSEKEEPING_INTERVAL_SECONDS": "0.5",
     }
@@ -209,6 +213,20 @@ def test_three_nodes_report_what_one_node_reports(cluster: Cluster, server: Serv
         if lease["heldHere"]
     )
     assert holders and all(n == 1 for n in holders.values())  # each job on one node
+    held: Counter[str] = Counter()  # the same in the metrics: each job on one node at most
+    for node in cluster.nodes:
+        r = httpx.get(
+            node.url + "/internal/metrics",
+            headers={"Authorization": f"Bearer {METRICS_TOKEN}"},
+            timeout=30,
+        )
+        assert r.status_code == 200
+        for line in r.text.splitlines():
+            if line.startswith("svc_job_lease_held{"):
+                job = line.split('job="', 1)[1].split('"', 1)[0]
+                held[job] += int(float(line.rsplit(" ", 1)[1]))
+        assert "svc_shared_state_fallbacks_total" in r.text
+    assert held["rollups"] == 1 and max(held.values()) == 1
 
 
 def test_kill_9_under_load_loses_no_acknowledged_event(cluster: Cluster) -> None:
