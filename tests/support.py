@@ -10,7 +10,7 @@ import string
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -59,6 +59,12 @@ SERVE = (
 )
 
 
+#: Set while a test module runs svc in server mode (the fixture ``server_mode`` of
+#: tests/clickhouse_double): the ``SVC_CLICKHOUSE_URL`` of a server started with the data
+#: directory given, unless its ``env`` names one (a database of its own on the double).
+SERVER_MODE: list[Callable[[Path], str]] = []
+
+
 def admin_token() -> str:
     alphabet = string.ascii_letters + string.digits
     return "svc_admin_" + "".join(secrets.choice(alphabet) for _ in range(32))
@@ -100,6 +106,8 @@ class Server:
             "SVC_WARM_UP": "false",
             **self.env,
         }
+        if SERVER_MODE and "SVC_CLICKHOUSE_URL" not in self.env:
+            env["SVC_CLICKHOUSE_URL"] = SERVER_MODE[-1](self.data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}-server.log"
         argv = [str(self.port), str(self.data_dir)]

@@ -22,6 +22,10 @@ took it under ``compatibility`` = the oldest server version the docs name
 (:data:`tests.clickhouse_double.engine.OLDEST_SERVER`; a statement that does not parse is
 refused with code 62). Several svc nodes may share one double, as they would share a server.
 
+To run existing tests in server mode, a module imports them and the fixtures they use,
+and overrides ``server`` (the suite's one server) with one that depends on ``server_mode``
+(see tests/server_mode/).
+
 By hand: ``python -m tests.clickhouse_double --data-dir /tmp/ch --port 8123 --user svc
 --password secret --database svc``.
 """
@@ -32,9 +36,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests import support
 from tests.clickhouse_double.process import RunningDouble
 
-__all__ = ["RunningDouble", "clickhouse_double"]
+__all__ = ["RunningDouble", "clickhouse_double", "server_mode"]
 
 
 @pytest.fixture(scope="module")
@@ -45,3 +50,15 @@ def clickhouse_double(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runn
         yield double
     finally:
         double.stop()
+
+
+@pytest.fixture(scope="module")
+def server_mode(clickhouse_double: RunningDouble) -> Iterator[RunningDouble]:
+    """While this test module runs, every ``tests.support.Server`` started without
+    ``SVC_CLICKHOUSE_URL`` in its ``env`` runs in server mode, on a database of its own (by
+    its data directory) on this module's double."""
+    support.SERVER_MODE.append(lambda data_dir: clickhouse_double.database_url(str(data_dir)))
+    try:
+        yield clickhouse_double
+    finally:
+        support.SERVER_MODE.pop()

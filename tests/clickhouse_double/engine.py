@@ -96,6 +96,7 @@ class Statement:
     readonly: bool = False  # a GET request: readonly = 2, as a server runs one
     data: bytes | None = None  # an INSERT's rows
     data_format: str | None = None
+    parses: bool | None = None  # whether ClickHouse's parser took it (None: not asked yet)
 
 
 @dataclass
@@ -149,6 +150,7 @@ class Engine:
         self._main = chdb.connect(self.path)  # keeps the engine open between requests
         self._log = (data_dir / "statements.log").open("a", buffering=1)
         self._log_lock = threading.Lock()
+        self._parsed: set[str] = set()  # the texts that parsed (parsed once each)
         self._running: dict[str, str] = {}  # query_id -> its SQL
         self._running_lock = threading.Lock()
         self._sessions: dict[str, _Session] = {}
@@ -195,6 +197,7 @@ class Engine:
                     f"Query with id = {st.query_id} is already running",
                 )
             self._running[st.query_id] = st.sql
+        started = time.monotonic()
         try:
             if session_id:
                 session = self._session(session_id, session_check)
@@ -208,9 +211,12 @@ class Engine:
         finally:
             with self._running_lock:
                 self._running.pop(st.query_id, None)
+            record = {"sql": st.sql, "parses": st.parses, "ms": (time.monotonic() - started) * 1000}
+            with self._log_lock:
+                self._log.write(json.dumps(record) + "\n")
 
     def _run_on(self, conn: Any, st: Statement, restore: bool) -> Outcome:
-        self._check_parses(conn, st.sql)
+        self._check_parses(conn, st)
         settings = {"compatibility": self.compatibility, **st.settings}
         if st.readonly:
             settings["readonly"] = "2"
@@ -266,20 +272,27 @@ class Engine:
         except Exception as exc:
             raise engine_error(exc) from None
 
-    def _check_parses(self, conn: Any, sql: str) -> None:
+    def _check_parses(self, conn: Any, st: Statement) -> None:
         """Refuse ``sql`` unless ClickHouse's parser takes it (under the compatibility
         setting); record it either way."""
         error = ""
+        if st.sql in self._parsed:
+            st.parses = True
+            return
         try:
             self._query(
                 conn,
-                f"SELECT formatQuery({sql_string(sql)}) "
+                f"SELECT formatQuery({sql_string(st.sql)}) "
                 f"SETTINGS compatibility = {sql_string(self.compatibility)}",
             )
         except EngineError as exc:
             error = exc.message
-        with self._log_lock:
-            self._log.write(json.dumps({"sql": sql, "parses": not error}) + "\n")
+        st.parses = not error
+        if not error:
+            with self._log_lock:
+                if len(self._parsed) > 10_000:
+                    self._parsed.clear()
+                self._parsed.add(st.sql)
         if error:
             raise refusal(
                 SYNTAX_ERROR,
