@@ -48,6 +48,7 @@ UNKNOWN_COMPRESSION_METHOD = 432
 QUERY_ID_SETTING = "query_cache_tag"
 
 _CODE = re.compile(r"Code: (\d+)\.")
+_SETTING_NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 _TRAILING_FORMAT = re.compile(r"\bFORMAT\s+(\w+)\s*;?\s*$", re.IGNORECASE)
 #: An INSERT whose data follows its text (``... FORMAT <name>`` then the rows).
 _INSERT_WITH_DATA = re.compile(
@@ -217,14 +218,19 @@ class Engine:
 
     def _run_on(self, conn: Any, st: Statement, restore: bool) -> Outcome:
         self._check_parses(conn, st)
+        for name in st.settings:
+            if not _SETTING_NAME.match(name):
+                raise refusal(115, "UNKNOWN_SETTING", f"Unknown setting '{name}'")
         settings = {"compatibility": self.compatibility, **st.settings}
         if st.readonly:
             settings["readonly"] = "2"
         settings[QUERY_ID_SETTING] = st.query_id
         before = self._snapshot(conn, settings) if restore else {}
         try:
-            for name, value in settings.items():
-                self._query(conn, f"SET {name} = {sql_string(value)}")
+            # one statement (SET a = 1, b = 2): the engine applies them in order
+            self._query(
+                conn, "SET " + ", ".join(f"{n} = {sql_string(v)}" for n, v in settings.items())
+            )
             if st.database:
                 self._query(conn, f"USE `{st.database}`")
             return self._execute(conn, st)
