@@ -1,4 +1,5 @@
-"""tests/test_metrics_golden.py with svc in server mode on the ClickHouse double."""
+"""tests/test_metrics_golden.py with svc in server mode on the ClickHouse double, and the
+deletion of a project (a lightweight DELETE in every table)."""
 
 from tests.test_metrics_golden import (  # noqa: F401
     golden,
@@ -10,3 +11,4 @@ from tests.test_metrics_golden import (  # noqa: F401
     test_time_zone_moves_events_across_midnight,
     test_to_defaults_to_today,
 )
+from tests.test_projects_api import test_delete_project_removes_keys_and_events  # noqa: F401
