@@ -5,10 +5,13 @@ a millisecond once the engine is up), so requests run side by side and settings 
 never reach another, as each HTTP query of a ClickHouse server has a context of its own. A
 session (``session_id``) keeps its handle between requests instead.
 
-Before it runs, each statement is parsed by ClickHouse's own parser (the engine's
-``formatQuery``) under ``compatibility`` = :data:`OLDEST_SERVER`, and recorded in
-``<data dir>/statements.log`` (one JSON line each); one that does not parse is refused as a
-server refuses it (code 62, ``SYNTAX_ERROR``), whatever the engine would have done with it.
+Before it runs, each statement is parsed by ClickHouse's own parser of the oldest server
+version (:data:`OLDEST_SERVER`: ``formatQuery`` in ClickHouse 26.3's engine, see
+tests/clickhouse_double/parser.py; where that is not installed, the engine's own parser under
+``compatibility`` = that version), and recorded in ``<data dir>/statements.log`` (one JSON
+line each, naming the parser); one that does not parse is refused as a server refuses it
+(code 62, ``SYNTAX_ERROR``), whatever the engine would have done with it. Every statement
+then runs with ``compatibility`` = that version.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import chdb
+
+from tests.clickhouse_double.parser import OldestParser
 
 #: The oldest ClickHouse server version svc supports (docs/operations.md, "A ClickHouse
 #: server"): the oldest LTS release still supported when this was written (26.3; 25.8's
@@ -144,7 +149,15 @@ def sql_string(text: str) -> str:
 class Engine:
     """The chDB engine of one data directory and the requests running on it."""
 
-    def __init__(self, data_dir: Path, compatibility: str = OLDEST_SERVER) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        compatibility: str = OLDEST_SERVER,
+        parser: OldestParser | None = None,
+    ) -> None:
+        #: ClickHouse's parser of the oldest version (tests/clickhouse_double/parser.py);
+        #: None: the engine's own parser under ``compatibility``
+        self.parser = parser
         self.path = str((data_dir / "engine").resolve())
         Path(self.path).mkdir(parents=True, exist_ok=True)
         self.compatibility = compatibility
@@ -158,6 +171,8 @@ class Engine:
         self._sessions_lock = threading.Lock()
         row = self._main.query("SELECT version(), timezone()", "TabSeparated").bytes()
         self.version, self.timezone = row.decode().rstrip("\n").split("\t")
+        #: Whose parser checks the statements (in statements.log with each)
+        self.parser_version = parser.version if parser else f"{self.version} as {compatibility}"
 
     def code_names(self) -> dict[int, str]:
         """Every error code the engine knows, by number: its name."""
@@ -179,6 +194,8 @@ class Engine:
             self._sessions.clear()
         self._main.close()
         self._log.close()
+        if self.parser is not None:
+            self.parser.close()
 
     # requests ---------------------------------------------------------------------------
 
@@ -212,7 +229,12 @@ class Engine:
         finally:
             with self._running_lock:
                 self._running.pop(st.query_id, None)
-            record = {"sql": st.sql, "parses": st.parses, "ms": (time.monotonic() - started) * 1000}
+            record = {
+                "sql": st.sql,
+                "parses": st.parses,
+                "parser": self.parser_version,
+                "ms": round((time.monotonic() - started) * 1000, 1),
+            }
             with self._log_lock:
                 self._log.write(json.dumps(record) + "\n")
 
@@ -279,20 +301,23 @@ class Engine:
             raise engine_error(exc) from None
 
     def _check_parses(self, conn: Any, st: Statement) -> None:
-        """Refuse ``sql`` unless ClickHouse's parser takes it (under the compatibility
-        setting); record it either way."""
+        """Refuse the statement unless ClickHouse's parser of the oldest version takes it
+        (:attr:`parser`, else the engine's under the compatibility setting)."""
         error = ""
         if st.sql in self._parsed:
             st.parses = True
             return
-        try:
-            self._query(
-                conn,
-                f"SELECT formatQuery({sql_string(st.sql)}) "
-                f"SETTINGS compatibility = {sql_string(self.compatibility)}",
-            )
-        except EngineError as exc:
-            error = exc.message
+        if self.parser is not None:
+            error = self.parser.error(st.sql)
+        else:
+            try:
+                self._query(
+                    conn,
+                    f"SELECT formatQuery({sql_string(st.sql)}) "
+                    f"SETTINGS compatibility = {sql_string(self.compatibility)}",
+                )
+            except EngineError as exc:
+                error = exc.message
         st.parses = not error
         if not error:
             with self._log_lock:
@@ -304,7 +329,7 @@ class Engine:
                 SYNTAX_ERROR,
                 "SYNTAX_ERROR",
                 f"the ClickHouse double: the statement does not parse with ClickHouse's "
-                f"parser (compatibility {self.compatibility}): {error}",
+                f"parser ({self.parser_version}): {error}",
             )
 
     def _snapshot(self, conn: Any, settings: dict[str, str]) -> dict[str, tuple[str, bool]]:
