@@ -17,14 +17,18 @@ The fixture ``clickhouse_double`` (module scope) starts it on a free loopback po
 data directory under the module's temporary directory, and stops it after the module.
 ``.url`` is what ``SVC_CLICKHOUSE_URL`` takes (``http://svc:<password>@127.0.0.1:<port>/svc``:
 user ``svc``, database ``svc``), ``.base_url`` the same without credentials or database,
-``.statements()`` every statement received so far, each with whether ClickHouse's parser
-took it under ``compatibility`` = the oldest server version the docs name
-(:data:`tests.clickhouse_double.engine.OLDEST_SERVER`; a statement that does not parse is
-refused with code 62). Several svc nodes may share one double, as they would share a server.
+``.database_url(key)`` the same URL with a database of its own for ``key`` (made on the
+double if missing: several clusters of nodes on one double), ``.statements()`` every
+statement received so far (``{"sql", "parses", "parser", "ms"}``: whether ClickHouse's parser
+of the oldest server version the docs name took it,
+:data:`tests.clickhouse_double.engine.OLDEST_SERVER`; a statement that does not parse is
+refused with code 62). Several svc nodes may share one double, and one database on it, as
+they would share a server.
 
-To run existing tests in server mode, a module imports them and the fixtures they use,
-and overrides ``server`` (the suite's one server) with one that depends on ``server_mode``
-(see tests/server_mode/).
+To run existing tests in server mode, a module imports them and the fixtures they use; the
+fixture ``server_mode`` makes every ``tests.support.Server`` started meanwhile use a database
+of its own on the module's double (tests/server_mode/conftest.py also overrides ``server``,
+the suite's one server).
 
 By hand: ``python -m tests.clickhouse_double --data-dir /tmp/ch --port 8123 --user svc
 --password secret --database svc``.
