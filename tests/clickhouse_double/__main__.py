@@ -13,6 +13,7 @@ from types import FrameType
 
 from tests.clickhouse_double.engine import OLDEST_SERVER, Engine
 from tests.clickhouse_double.http import DoubleServer
+from tests.clickhouse_double.parser import oldest_parser
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,10 +25,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--password", default="")
     parser.add_argument("--database", action="append", default=[], help="created at start")
     parser.add_argument("--compatibility", default=OLDEST_SERVER)
+    parser.add_argument(
+        "--parser-dir",
+        type=Path,
+        default=None,
+        help="chdb-core of the oldest server version (default: .stamps/clickhouse-26.3)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     args.data_dir.mkdir(parents=True, exist_ok=True)
-    engine = Engine(args.data_dir, args.compatibility)
+    engine = Engine(args.data_dir, args.compatibility, oldest_parser(args.parser_dir))
     for name in args.database:
         engine.create_database(name)
     server = DoubleServer((args.host, args.port), engine, args.user, args.password)
@@ -37,7 +44,11 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    print(f"the ClickHouse double on http://{args.host}:{server.server_port}", flush=True)
+    print(
+        f"the ClickHouse double on http://{args.host}:{server.server_port}, "
+        f"engine {engine.version}, parser {engine.parser_version}",
+        flush=True,
+    )
     try:
         server.serve_forever(poll_interval=0.1)
     finally:

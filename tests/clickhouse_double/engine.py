@@ -5,10 +5,13 @@ a millisecond once the engine is up), so requests run side by side and settings 
 never reach another, as each HTTP query of a ClickHouse server has a context of its own. A
 session (``session_id``) keeps its handle between requests instead.
 
-Before it runs, each statement is parsed by ClickHouse's own parser (the engine's
-``formatQuery``) under ``compatibility`` = :data:`OLDEST_SERVER`, and recorded in
-``<data dir>/statements.log`` (one JSON line each); one that does not parse is refused as a
-server refuses it (code 62, ``SYNTAX_ERROR``), whatever the engine would have done with it.
+Before it runs, each statement is parsed by ClickHouse's own parser of the oldest server
+version (:data:`OLDEST_SERVER`: ``formatQuery`` in ClickHouse 26.3's engine, see
+tests/clickhouse_double/parser.py; where that is not installed, the engine's own parser under
+``compatibility`` = that version), and recorded in ``<data dir>/statements.log`` (one JSON
+line each, naming the parser); one that does not parse is refused as a server refuses it
+(code 62, ``SYNTAX_ERROR``), whatever the engine would have done with it. Every statement
+then runs with ``compatibility`` = that version.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import chdb
+
+from tests.clickhouse_double.parser import OldestParser
 
 #: The oldest ClickHouse server version svc supports (docs/operations.md, "A ClickHouse
 #: server"): the oldest LTS release still supported when this was written (26.3; 25.8's
@@ -48,6 +53,7 @@ UNKNOWN_COMPRESSION_METHOD = 432
 QUERY_ID_SETTING = "query_cache_tag"
 
 _CODE = re.compile(r"Code: (\d+)\.")
+_SETTING_NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 _TRAILING_FORMAT = re.compile(r"\bFORMAT\s+(\w+)\s*;?\s*$", re.IGNORECASE)
 #: An INSERT whose data follows its text (``... FORMAT <name>`` then the rows).
 _INSERT_WITH_DATA = re.compile(
@@ -96,6 +102,7 @@ class Statement:
     readonly: bool = False  # a GET request: readonly = 2, as a server runs one
     data: bytes | None = None  # an INSERT's rows
     data_format: str | None = None
+    parses: bool | None = None  # whether ClickHouse's parser took it (None: not asked yet)
 
 
 @dataclass
@@ -142,19 +149,30 @@ def sql_string(text: str) -> str:
 class Engine:
     """The chDB engine of one data directory and the requests running on it."""
 
-    def __init__(self, data_dir: Path, compatibility: str = OLDEST_SERVER) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        compatibility: str = OLDEST_SERVER,
+        parser: OldestParser | None = None,
+    ) -> None:
+        #: ClickHouse's parser of the oldest version (tests/clickhouse_double/parser.py);
+        #: None: the engine's own parser under ``compatibility``
+        self.parser = parser
         self.path = str((data_dir / "engine").resolve())
         Path(self.path).mkdir(parents=True, exist_ok=True)
         self.compatibility = compatibility
         self._main = chdb.connect(self.path)  # keeps the engine open between requests
         self._log = (data_dir / "statements.log").open("a", buffering=1)
         self._log_lock = threading.Lock()
+        self._parsed: set[str] = set()  # the texts that parsed (parsed once each)
         self._running: dict[str, str] = {}  # query_id -> its SQL
         self._running_lock = threading.Lock()
         self._sessions: dict[str, _Session] = {}
         self._sessions_lock = threading.Lock()
         row = self._main.query("SELECT version(), timezone()", "TabSeparated").bytes()
         self.version, self.timezone = row.decode().rstrip("\n").split("\t")
+        #: Whose parser checks the statements (in statements.log with each)
+        self.parser_version = parser.version if parser else f"{self.version} as {compatibility}"
 
     def code_names(self) -> dict[int, str]:
         """Every error code the engine knows, by number: its name."""
@@ -176,6 +194,8 @@ class Engine:
             self._sessions.clear()
         self._main.close()
         self._log.close()
+        if self.parser is not None:
+            self.parser.close()
 
     # requests ---------------------------------------------------------------------------
 
@@ -195,6 +215,7 @@ class Engine:
                     f"Query with id = {st.query_id} is already running",
                 )
             self._running[st.query_id] = st.sql
+        started = time.monotonic()
         try:
             if session_id:
                 session = self._session(session_id, session_check)
@@ -208,17 +229,30 @@ class Engine:
         finally:
             with self._running_lock:
                 self._running.pop(st.query_id, None)
+            record = {
+                "sql": st.sql,
+                "parses": st.parses,
+                "parser": self.parser_version,
+                "ms": round((time.monotonic() - started) * 1000, 1),
+            }
+            with self._log_lock:
+                self._log.write(json.dumps(record) + "\n")
 
     def _run_on(self, conn: Any, st: Statement, restore: bool) -> Outcome:
-        self._check_parses(conn, st.sql)
+        self._check_parses(conn, st)
+        for name in st.settings:
+            if not _SETTING_NAME.match(name):
+                raise refusal(115, "UNKNOWN_SETTING", f"Unknown setting '{name}'")
         settings = {"compatibility": self.compatibility, **st.settings}
         if st.readonly:
             settings["readonly"] = "2"
         settings[QUERY_ID_SETTING] = st.query_id
         before = self._snapshot(conn, settings) if restore else {}
         try:
-            for name, value in settings.items():
-                self._query(conn, f"SET {name} = {sql_string(value)}")
+            # one statement (SET a = 1, b = 2): the engine applies them in order
+            self._query(
+                conn, "SET " + ", ".join(f"{n} = {sql_string(v)}" for n, v in settings.items())
+            )
             if st.database:
                 self._query(conn, f"USE `{st.database}`")
             return self._execute(conn, st)
@@ -266,26 +300,36 @@ class Engine:
         except Exception as exc:
             raise engine_error(exc) from None
 
-    def _check_parses(self, conn: Any, sql: str) -> None:
-        """Refuse ``sql`` unless ClickHouse's parser takes it (under the compatibility
-        setting); record it either way."""
+    def _check_parses(self, conn: Any, st: Statement) -> None:
+        """Refuse the statement unless ClickHouse's parser of the oldest version takes it
+        (:attr:`parser`, else the engine's under the compatibility setting)."""
         error = ""
-        try:
-            self._query(
-                conn,
-                f"SELECT formatQuery({sql_string(sql)}) "
-                f"SETTINGS compatibility = {sql_string(self.compatibility)}",
-            )
-        except EngineError as exc:
-            error = exc.message
-        with self._log_lock:
-            self._log.write(json.dumps({"sql": sql, "parses": not error}) + "\n")
+        if st.sql in self._parsed:
+            st.parses = True
+            return
+        if self.parser is not None:
+            error = self.parser.error(st.sql)
+        else:
+            try:
+                self._query(
+                    conn,
+                    f"SELECT formatQuery({sql_string(st.sql)}) "
+                    f"SETTINGS compatibility = {sql_string(self.compatibility)}",
+                )
+            except EngineError as exc:
+                error = exc.message
+        st.parses = not error
+        if not error:
+            with self._log_lock:
+                if len(self._parsed) > 10_000:
+                    self._parsed.clear()
+                self._parsed.add(st.sql)
         if error:
             raise refusal(
                 SYNTAX_ERROR,
                 "SYNTAX_ERROR",
                 f"the ClickHouse double: the statement does not parse with ClickHouse's "
-                f"parser (compatibility {self.compatibility}): {error}",
+                f"parser ({self.parser_version}): {error}",
             )
 
     def _snapshot(self, conn: Any, settings: dict[str, str]) -> dict[str, tuple[str, bool]]:

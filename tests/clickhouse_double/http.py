@@ -27,6 +27,7 @@ import base64
 import gzip
 import json
 import logging
+import re
 import uuid
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -195,8 +196,34 @@ class DoubleServer(ThreadingHTTPServer):
         return self.status_by_code.get(code, 500)
 
 
+def form_fields(body: bytes, content_type: str) -> dict[str, str]:
+    """The fields of a ``multipart/form-data`` body (clickhouse-connect sends a long query and
+    its parameters so); a file field (external data) is refused."""
+    found = re.search(r'boundary="?([^";]+)"?', content_type)
+    if found is None:
+        raise refusal(NOT_IMPLEMENTED, "NOT_IMPLEMENTED", "a form without a boundary")
+    fields = {}
+    for part in body.split(b"--" + found.group(1).encode())[1:]:
+        if part.startswith(b"--"):
+            break
+        head, _, value = part.lstrip(b"\r\n").partition(b"\r\n\r\n")
+        disposition = head.decode(errors="replace")
+        name = re.search(r'\bname="([^"]*)"', disposition)
+        if name is None:
+            continue
+        if "filename=" in disposition:
+            raise refusal(
+                NOT_IMPLEMENTED,
+                "NOT_IMPLEMENTED",
+                "the ClickHouse double does not take external data (files in a form)",
+            )
+        fields[name.group(1)] = value.removesuffix(b"\r\n").decode()
+    return fields
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body leave at once
     server: DoubleServer
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -228,6 +255,10 @@ class _Handler(BaseHTTPRequestHandler):
         query_id = params.get("query_id") or str(uuid.uuid4())
         try:
             body = _decode_body(self._body(), self.headers.get("Content-Encoding", ""))
+            content_type = self.headers.get("Content-Type", "")
+            if content_type.startswith("multipart/form-data"):
+                params.update(form_fields(body, content_type))
+                body = b""
             if url.path.rstrip("/") == "/ping" or (
                 url.path == "/" and not params.get("query") and not body
             ):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -40,6 +41,20 @@ class RunningDouble:
     def url(self) -> str:
         """What ``SVC_CLICKHOUSE_URL`` takes: the user, password and database in it."""
         return f"http://{USER}:{PASSWORD}@127.0.0.1:{self.port}/{DATABASE}"
+
+    def database_url(self, key: str) -> str:
+        """:attr:`url` with a database of its own for ``key`` (made if it is missing), for one
+        svc node's (or one cluster's) store: several share the double as they would share a
+        server, each with its own tables."""
+        name = "svc_" + hashlib.sha256(key.encode()).hexdigest()[:16]
+        r = httpx.post(
+            self.base_url,
+            content=f"CREATE DATABASE IF NOT EXISTS {name}",
+            auth=(USER, PASSWORD),
+            timeout=30,
+        )
+        assert r.status_code == 200, r.text
+        return f"http://{USER}:{PASSWORD}@127.0.0.1:{self.port}/{name}"
 
     @property
     def log_path(self) -> Path:
