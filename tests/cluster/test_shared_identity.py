@@ -174,3 +174,23 @@ def test_an_event_id_pending_on_a_dead_node_is_retried_then_taken(
     outcomes, stored = asyncio.run(run())
     assert outcomes == ["503 {'Retry-After': '2'}", "stored"]
     assert stored == ["lost-1"]
+
+
+def test_without_redis_a_node_goes_on_with_its_own_state(tmp_path: Path) -> None:
+    """Redis out of reach: events are taken and assigned by the node alone, counted."""
+
+    async def run() -> tuple[list[dict[str, object]], int]:
+        link = Link("redis://127.0.0.1:1/0")  # nothing listens there
+        shared = SharedIdentity(link, 30 * MINUTE, 48 * 3_600_000, CLIENT_SESSION_MEMORY_MS)
+        node = Node(tmp_path / "alone", shared)
+        await node.spool.start()
+        for i in range(3):
+            event = {"event": "page_view", "url": "https://nodes.test/", "eventId": f"x{i % 2}"}
+            await node.send("198.51.100.9", "Mozilla/5.0 Chrome/121.0", START_MS + i, [event])
+        await node.spool.close()
+        await link.close()
+        return node.rows(), link.fallbacks
+
+    rows, fallbacks = asyncio.run(run())
+    assert [r["event_id"] for r in rows] == ["x0", "x1"]  # x0 again: a duplicate, here too
+    assert len({r["session_id"] for r in rows}) == 1 and fallbacks == 3

@@ -234,6 +234,7 @@ def test_kill_9_under_load_loses_no_acknowledged_event(cluster: Cluster) -> None
     key = project["keys"]["secret"]
     acked: list[str] = []
     sent: list[str] = []
+    retried: list[int] = []  # requests sent again (unanswered: their node was killed; or 503)
     stop = threading.Event()
     lock = threading.Lock()
     rnd = random.Random(7)
@@ -255,6 +256,7 @@ def test_kill_9_under_load_loses_no_acknowledged_event(cluster: Cluster) -> None
                 try:
                     r = cluster.send(key, batch, timeout=10)
                 except httpx.HTTPError:
+                    retried.append(1)
                     time.sleep(0.3)
                     continue
                 if r.status_code == 200:  # each event stored, here or by an earlier copy
@@ -262,6 +264,7 @@ def test_kill_9_under_load_loses_no_acknowledged_event(cluster: Cluster) -> None
                         acked.extend(e["eventId"] for e in batch)
                     break
                 assert r.status_code == 503, r.text
+                retried.append(1)
                 time.sleep(0.3)
 
     with ThreadPoolExecutor(4) as pool:
@@ -279,6 +282,7 @@ def test_kill_9_under_load_loses_no_acknowledged_event(cluster: Cluster) -> None
     cluster.wait_loaded()
     stored = Counter(e["event_id"] for e in cluster.nodes[0].events(project["id"], key))
     assert acked, "no request was acknowledged"
+    assert retried, "no request met a dead node: the test proved nothing"
     missing = [e for e in acked if stored[e] != 1]
     assert not missing, f"{len(missing)} acknowledged events not stored once"
     assert max(stored.values()) == 1  # nothing doubled, acknowledged or not
