@@ -19,7 +19,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
@@ -31,6 +30,7 @@ from svc.errors import Unavailable
 from svc.ingestion import client_sessions
 from svc.ingestion.identity import Salts, salt_days, stored_visitor_id
 from svc.ingestion.service import IngestService
+from svc.ingestion.shared_state import SharedState
 from svc.mail.service import MailService
 from svc.meta import files as meta_files
 from svc.meta.dropped import DroppedRecorder
@@ -471,52 +471,6 @@ class Runtime:
         if any(day not in self._salts_ahead for day in days) or len(self._salts_ahead) > len(days):
             self._salts_ahead = self.meta.salts_for(days)
         self.salts.refresh(now)
-
-
-class SharedState:
-    """Ingestion's state and the memo's generation in Redis, shared by the nodes of one
-    ClickHouse server (svc.cluster.shared); redis-py is imported only then."""
-
-    def __init__(self, settings: Settings, ingest: IngestService, store: EventStore) -> None:
-        from svc.cluster.shared import Link, SharedGeneration, SharedIdentity, SharedReplays
-        from svc.ingestion.identity import CLIENT_SESSION_MEMORY_MS
-
-        self.link = Link(settings.redis_url)
-        ingest.shared = SharedIdentity(
-            self.link,
-            ingest.pipeline.sessions.timeout_ms,
-            ingest.pipeline.event_ids.window_ms,
-            CLIENT_SESSION_MEMORY_MS,
-            int(settings.event_id_pending_seconds * 1000),
-        )
-        self.replays = SharedReplays(self.link)
-        generation = SharedGeneration(self.link)
-        store.shared_generation = generation
-        store.memo.entries = settings.read_memo_entries  # keyed on the shared generation too
-        self.identity = ingest.shared
-
-    def confirm_spooled(self, paths: list[Path]) -> None:
-        """Mark the event ids of the spool's segments stored in Redis (blocking)."""
-        decoder = msgspec.json.Decoder(_SeedRow)
-        rows: list[tuple[str, str, int]] = []
-        for path in paths:
-            for line in read_segment(path).payload().splitlines():
-                try:
-                    row = decoder.decode(line)
-                    if row.event_id:
-                        rows.append((row.project_id, row.event_id, _ms_of(row.received_at)))
-                except (msgspec.DecodeError, ValueError):
-                    continue
-        if rows:
-            self.identity.confirm_stored(rows, now_ms())
-
-    def status(self) -> dict[str, Any]:
-        """For /health: Redis as the shared state sees it, and what went through it."""
-        return {
-            **self.link.status(),
-            "identifyCalls": self.identity.calls,
-            "identifiedEvents": self.identity.events,
-        }
 
 
 class _SeedRow(msgspec.Struct):
