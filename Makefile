@@ -39,6 +39,14 @@ $(STAMPS)/venv: pyproject.toml clients/python/pyproject.toml | $(STAMPS)
 
 setup: $(STAMPS)/venv tracker dashboard
 
+# ClickHouse 26.3's engine (chdb-core 26.3.0), the oldest server version svc supports: the
+# tests' ClickHouse double parses every statement svc sends with its parser
+# (tests/clickhouse_double/parser.py). Another version of chDB than svc's, so a directory of
+# its own, not the virtual environment.
+$(STAMPS)/clickhouse-26.3: | $(STAMPS)/venv
+	rm -rf $@.part && $(PY) -m pip install -q --disable-pip-version-check --no-deps \
+		--target $@.part 'chdb-core==26.3.0' && mv $@.part $@
+
 run: setup
 	$(VENV)/bin/svcm serve --host $(HOST) --port $(PORT) --data-dir $(DATA)
 
@@ -74,7 +82,8 @@ typecheck: $(STAMPS)/venv
 
 # What every check needs (defined before the rules that name it: make expands a rule's
 # prerequisites as it reads the rule).
-TEST_DEPS := $(STAMPS)/venv tracker dashboard dashboard-deps test-apt services client-js-deps edge-deps
+TEST_DEPS := $(STAMPS)/venv tracker dashboard dashboard-deps test-apt services client-js-deps edge-deps \
+	$(STAMPS)/clickhouse-26.3
 test-deps: $(TEST_DEPS)
 
 # The sources are compiled once first: where PYTHONDONTWRITEBYTECODE is set (this CI's shell),

@@ -10,7 +10,7 @@ import string
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -59,6 +59,12 @@ SERVE = (
 )
 
 
+#: Set while a test module runs svc in server mode (the fixture ``server_mode`` of
+#: tests/clickhouse_double): the ``SVC_CLICKHOUSE_URL`` of a server started with the data
+#: directory given, unless its ``env`` names one (a database of its own on the double).
+SERVER_MODE: list[Callable[[Path], str]] = []
+
+
 def admin_token() -> str:
     alphabet = string.ascii_letters + string.digits
     return "svc_admin_" + "".join(secrets.choice(alphabet) for _ in range(32))
@@ -98,8 +104,12 @@ class Server:
             # CPU a start saved (150 starts a run) where a test sends none, or none from a
             # public address
             "SVC_WARM_UP": "false",
-            **self.env,
         }
+        if SERVER_MODE and "SVC_CLICKHOUSE_URL" not in self.env:  # kept for restarts
+            self.env["SVC_CLICKHOUSE_URL"] = SERVER_MODE[-1](self.data_dir)
+        if SERVER_MODE:  # migrations over HTTP, statement by statement: a slower start
+            timeout = max(timeout, 120.0)
+        env.update(self.env)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}-server.log"
         argv = [str(self.port), str(self.data_dir)]
@@ -216,13 +226,17 @@ store.insert_ndjson(blocks[0][1].encode(), blocks[0][0])  # a replay: the same t
 """
 
 
-def run_store_script(script: str, *args: str, stdin: str | None = None) -> Any:
+def run_store_script(
+    script: str, *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+) -> Any:
     """Run ``script`` (Python source) with ``args`` in a process of its own, from the
     repository's root (an embedded store is one chDB engine per process, and locks its data
     directory), and return the JSON its last line of output holds; its stderr is the failure
-    message when it fails."""
+    message when it fails. ``env`` is added to the environment (a server's ``env``: its
+    ``SVC_CLICKHOUSE_URL`` in server mode, for a script that reads ``Settings.from_env``)."""
     done = subprocess.run(
         [sys.executable, "-c", script, *args],
+        env={**os.environ, **(env or {})},
         input=stdin,
         text=True,
         capture_output=True,

@@ -147,6 +147,7 @@ def test_alternatives_count_once_and_the_rolled_days_agree(fresh_server: Server)
         D0,
         D1,
         json.dumps([steps for steps, _ in GOLDEN]),
+        env=srv.env,
     )
     # the page funnels were read from visitor_steps on both days
     for steps, _ in GOLDEN:

@@ -68,11 +68,16 @@ UNITS: tuple[Unit, ...] = (
         "a credential to a `Principal`, and its rights",
         ("accounts", "credentials", "meta"),
     ),
+    Unit(
+        "cluster",
+        "several nodes: the background jobs' leases, the state shared in Redis",
+        ("meta",),
+    ),
     Unit("limits", "the limits' rules: buckets, plans, quotas, client deadlines", ("meta",)),
     Unit(
         "ingestion",
         "POST /analytics' domain: wire format, pipeline steps, enrichment, identity",
-        ("limits", "meta", "spool", "storage"),
+        ("cluster", "limits", "meta", "spool", "storage"),
     ),
     Unit(
         "imports",
@@ -99,6 +104,7 @@ UNITS: tuple[Unit, ...] = (
         "the running service: every long-lived part, started and stopped in order",
         (
             "auth",
+            "cluster",
             "credentials",
             "ingestion",
             "limits",
@@ -119,7 +125,7 @@ UNITS: tuple[Unit, ...] = (
     Unit(
         "lake",
         "the raw-event lake: each project's UTC days as Parquet, in a directory or S3",
-        ("queries", "runtime", "storage"),
+        ("cluster", "queries", "runtime", "storage"),
     ),
     Unit(
         "backup",
@@ -134,6 +140,7 @@ UNITS: tuple[Unit, ...] = (
             "accounts",
             "auth",
             "backup",
+            "cluster",
             "credentials",
             "ingestion",
             "lake",
@@ -305,6 +312,25 @@ def test_no_module_imports_itself_through_others() -> None:
         if module not in index:
             visit(module)
     assert not circles, f"import circles: {circles}"
+
+
+def test_the_product_imports_no_test_code() -> None:
+    """Nothing of the tests reaches the product: the ClickHouse double
+    (tests/clickhouse_double) above all, which stands in for a server in tests only."""
+    found = []
+    for module, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
+            found += [f"{module} imports {n}" for n in names if n.split(".")[0] == "tests"]
+        if "clickhouse_double" in path.read_text():
+            found.append(f"{module} names the ClickHouse double")
+    assert not found, found
 
 
 def test_the_architecture_doc_lists_the_table() -> None:

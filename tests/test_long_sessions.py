@@ -12,6 +12,7 @@ row's session start as ingestion tracks it), with the server stopped.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -376,6 +377,7 @@ def serve(data_dir: Any, rollup_interval: str) -> tuple[Server, dict[str, Any]]:
         input=json.dumps(written_rows(p["id"])),
         text=True,
         check=True,
+        env={**os.environ, **srv.env},  # the server's store (SVC_CLICKHOUSE_URL, if any)
         capture_output=True,
     )
     srv.start()

@@ -24,10 +24,13 @@ import msgspec
 
 from svc import __version__
 from svc.auth import Authenticator, load_admin_token_hash
+from svc.cluster.leases import Leases
+from svc.cluster.watermarks import Watermarks
 from svc.errors import Unavailable
 from svc.ingestion import client_sessions
 from svc.ingestion.identity import Salts, salt_days, stored_visitor_id
 from svc.ingestion.service import IngestService
+from svc.ingestion.shared_state import SharedState
 from svc.mail.service import MailService
 from svc.meta import files as meta_files
 from svc.meta.dropped import DroppedRecorder
@@ -88,6 +91,23 @@ class Runtime:
         self.salts = Salts(self._fetch_salts)
         self._salts_ahead: dict[str, bytes] = {}  # see _refresh_salts
         self.ingest = IngestService.build(settings, self.spool, self.salts)
+        # Several nodes on one ClickHouse server (svc.cluster): each background job runs on
+        # the node holding its lease; ingestion's state and the memo's generation in Redis.
+        self.leases = Leases(
+            self.meta.engine,
+            self.node_id,
+            settings.job_lease_seconds,
+            enabled=bool(settings.clickhouse_url),
+        )
+        # the other nodes' watermarks: the jobs trust the least (svc.cluster.watermarks)
+        self.watermarks = Watermarks(
+            self.meta.engine, self.node_id, enabled=bool(settings.clickhouse_url)
+        )
+        self.shared: SharedState | None = (
+            SharedState(settings, self.ingest, self.store)
+            if settings.clickhouse_url and settings.redis_url
+            else None
+        )
         self.auth: Authenticator | None = None
         self.generated_admin_token: str | None = None
         self._housekeeping: asyncio.Task[None] | None = None
@@ -102,7 +122,12 @@ class Runtime:
         self._lock_fd: int | None = None
         # the outbox, email reports and traffic alerts (svc.mail)
         self.mail = MailService(
-            settings, self.meta, self.store, self.loaded_through_ms, self.retention.raw_from
+            settings,
+            self.meta,
+            self.store,
+            self.loaded_through_ms,
+            self.retention.raw_from,
+            held=self.leases.held,
         )
 
     def _segment_ready(self) -> None:
@@ -136,6 +161,8 @@ class Runtime:
         await asyncio.to_thread(self.meta.migrate)
         await asyncio.to_thread(self._refresh_salts, now_ms())
         await asyncio.to_thread(self.spool.recover)
+        if self.shared is not None:  # a kill between fsync and confirm left them pending
+            await asyncio.to_thread(self.shared.confirm_spooled, [s.path for s in self.spool.ready])
         await asyncio.to_thread(self.loader.quarantine.load_stats)
         try:
             await asyncio.to_thread(self.store.migrate)
@@ -157,6 +184,10 @@ class Runtime:
         await asyncio.to_thread(self._seed_from_spool, [s.path for s in self.spool.ready])
         if warm_up is not None:
             await warm_up
+        try:  # before any event is taken: the others' jobs wait for what the spool holds
+            await asyncio.to_thread(self.watermarks.publish, self._own_loaded_through_ms())
+        except Exception as exc:  # the housekeeping tries again
+            log.warning("cannot record this node's watermark: %s", exc)
         await self.spool.start()
         await self.loader.start()
         self.loader.notify()
@@ -178,6 +209,13 @@ class Runtime:
                 await self._housekeeping
         await self.spool.close()
         await self.loader.stop(drain=True)
+        try:  # nothing left to load: the other nodes' jobs need not wait for this one
+            if self.loader.backlog_events == 0:
+                await asyncio.to_thread(self.watermarks.withdraw)
+            else:
+                await asyncio.to_thread(self.watermarks.publish, self._own_loaded_through_ms())
+        except Exception as exc:
+            log.warning("cannot record this node's watermark: %s", exc)
         await asyncio.to_thread(self._flush_last_used)
         try:  # for the next run: a client's session goes on over a restart
             await asyncio.to_thread(
@@ -185,6 +223,9 @@ class Runtime:
             )
         except OSError as exc:
             log.warning("cannot save the client sessions: %s", exc)
+        await asyncio.to_thread(self.leases.release_all)  # another node takes them at once
+        if self.shared is not None:
+            await self.shared.link.close()
         await asyncio.to_thread(self.store.close)
         await asyncio.to_thread(self.meta.close)
         if self._lock_fd is not None:
@@ -214,6 +255,8 @@ class Runtime:
             await asyncio.to_thread(self.meta.delete_project, project.id)
             self.authenticator.forget(project_id=project.id)
             ingest.forget_project(project)
+            if ingest.shared is not None:
+                await ingest.shared.forget_project(project.id)
         finally:
             ingest.closing.discard(project.id)
 
@@ -264,8 +307,13 @@ class Runtime:
 
     def loaded_through_ms(self) -> int:
         """A time before which every event received is in the store: the oldest receipt
-        still in a request on its way to the spool, or in the spool, else now. Read on the
-        event loop, where these change."""
+        still in a request on its way to the spool, or in the spool, else now; with several
+        nodes, the least of every node's (svc.cluster.watermarks). Read on the event loop,
+        where these change."""
+        return self.watermarks.through(self._own_loaded_through_ms())
+
+    def _own_loaded_through_ms(self) -> int:
+        """:meth:`loaded_through_ms` of this process alone."""
         waiting = [now_ms()]
         oldest = self.loader.oldest_waiting_ms  # the open segment and the group waiting too
         if oldest is not None:
@@ -296,16 +344,25 @@ class Runtime:
             started = time.perf_counter()
             state = self._pass_state()
             idle = state is not None and state == done and started - done_at < FULL_PASS_EVERY
+            # several nodes: the holder of the lease alone (svc.cluster.leases)
+            if not idle and not await self.leases.held("rollups"):
+                idle = True
             try:
                 if not idle:
                     done = None
-                    days = await asyncio.to_thread(
-                        self.rollups.refresh, None, self.loaded_through_ms()
-                    )
-                    if days:
-                        log.info("rolled up %d day(s) of sessions", days)
-                    # today's days not rolled up: a snapshot (svc.storage.snapshots)
-                    await asyncio.to_thread(self.snapshots.refresh, None, self.loaded_through_ms())
+
+                    async def rollup_pass() -> None:
+                        days = await asyncio.to_thread(
+                            self.rollups.refresh, None, self.loaded_through_ms()
+                        )
+                        if days:
+                            log.info("rolled up %d day(s) of sessions", days)
+                        # today's days not rolled up: a snapshot (svc.storage.snapshots)
+                        await asyncio.to_thread(
+                            self.snapshots.refresh, None, self.loaded_through_ms()
+                        )
+
+                    await self.leases.run_held("rollups", rollup_pass)
                     if not self.snapshots.deferred:
                         done, done_at = state, started
             except Exception as exc:  # the store may be down; try again later
@@ -316,7 +373,9 @@ class Runtime:
                 self.rollup_seconds_total += self.rollup_last_seconds
                 self.rollup_runs += 1
             try:  # after the pass: no day is deleted before its rollups are current
-                await asyncio.to_thread(self.retention.run_if_due)
+                await self.leases.run_held(
+                    "retention", lambda: asyncio.to_thread(self.retention.run_if_due)
+                )
             except Exception as exc:  # the next pass tries again
                 log.warning("retention: %s", exc)
             await asyncio.sleep(self.settings.rollup_interval_seconds)
@@ -362,6 +421,8 @@ class Runtime:
                     pipeline.event_ids.expire(now)
                     await asyncio.to_thread(self.meta.check_file)  # deleted or replaced?
                     await asyncio.to_thread(self._refresh_salts, now)
+                    own = self._own_loaded_through_ms()  # on the event loop, where it changes
+                    await asyncio.to_thread(self.watermarks.publish, own)
                     await asyncio.to_thread(self._flush_last_used)
                     await record_usage()
                     await record_drops()

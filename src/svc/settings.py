@@ -402,7 +402,21 @@ class Settings:
     )
     backup_s3_secret: str = _setting("", "Secret access key for backups to s3://....")
     backup_s3_region: str = _setting("", "Region of the backups' bucket. Empty: us-east-1.")
-    node_id: str = _setting("", "Name of this node in /health. Empty: the host name.")
+    node_id: str = _setting(
+        "",
+        "Name of this node in /health and in the job leases (unique per node when several "
+        "share a ClickHouse server). Empty: the host name.",
+    )
+    event_id_pending_seconds: float = _setting(
+        120.0,
+        "Several nodes (Redis): how long an eventId stays reserved for a request not answered "
+        "yet; a copy meanwhile gets 503, and after it, if the first was never stored, is stored.",
+    )
+    job_lease_seconds: float = _setting(
+        30.0,
+        "With a ClickHouse server: a background job's lease (rollups, retention, lake, "
+        "backups, mail) lasts this long unrenewed; a dead node's jobs move on after it.",
+    )
 
     @classmethod
     def from_env(

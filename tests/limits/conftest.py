@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import time
@@ -14,16 +15,17 @@ import redis
 from tests.support import free_port
 
 
-@pytest.fixture
-def redis_url(tmp_path: Path) -> Iterator[str]:
-    """A fresh, empty redis-server (Debian's; ``scripts/test-services.sh`` installs it)."""
+@contextlib.contextmanager
+def running_redis(cwd: Path) -> Iterator[str]:
+    """A fresh, empty redis-server (Debian's; ``scripts/test-services.sh`` installs it) on a
+    free loopback port: its URL."""
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.skip("redis-server is not installed (scripts/test-services.sh installs it)")
     port = free_port()
     proc = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        cwd=tmp_path,
+        cwd=cwd,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -40,10 +42,19 @@ def redis_url(tmp_path: Path) -> Iterator[str]:
                 raise RuntimeError("redis-server did not start") from None
             time.sleep(0.02)
     client.close()
-    yield url
-    proc.terminate()
     try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty redis-server for one test (:func:`running_redis`)."""
+    with running_redis(tmp_path) as url:
+        yield url

@@ -95,7 +95,7 @@ class BackupSchedule:
         self.last_error: str | None = None
         self.last_error_at: float | None = None
         self.next_at: datetime | None = None
-        self._current: asyncio.Future[dict[str, Any]] | None = None
+        self._current: asyncio.Future[dict[str, Any] | None] | None = None
 
     def _complete(self) -> list[dict[str, Any]]:
         if is_s3(self.to):
@@ -145,11 +145,17 @@ class BackupSchedule:
             self.next_at = self.schedule.next_after(now)
             await asyncio.sleep(max(0.0, (self.next_at - now).total_seconds()))
             started = time.monotonic()
+            leases = self.runtime.leases
+            if not await leases.held("backups"):  # another node takes this one
+                continue
             # shielded: a stop waits for a backup under way (finish) instead of cutting it
             # off while the store's BACKUP runs in a thread
-            self._current = asyncio.ensure_future(self.take_one())
+            self._current = asyncio.ensure_future(leases.run_held("backups", self.take_one))
             try:
-                manifest = await asyncio.shield(self._current)
+                taken = await asyncio.shield(self._current)
+                if taken is None:  # the lease went to another node meanwhile
+                    continue
+                manifest = taken
             except asyncio.CancelledError:
                 raise
             except Conflict:  # an svcm backup is under way: that one counts

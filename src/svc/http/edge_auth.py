@@ -69,7 +69,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from svc.credentials import edge_key_id
 from svc.errors import ApiError, Conflict
@@ -78,6 +78,9 @@ from svc.http.limits import _bearer, _known, _query_param, _resolve
 from svc.ingestion.enrich.geo import Geo, geo_from_headers
 from svc.meta import edge_secrets as stored_secrets
 from svc.settings import Settings
+
+if TYPE_CHECKING:
+    from svc.cluster.shared import SharedReplays
 
 __all__ = [
     "STORED_SECONDS",
@@ -441,6 +444,9 @@ class EdgeAuth:
         #: Verified requests whose signature had been served before: answered 409.
         self.replayed = 0
         self.replays = ReplayGuard()
+        #: With several nodes, the signatures served by any of them (svc.cluster.shared);
+        #: this process's own guard when Redis is out of reach.
+        self.shared_replays: SharedReplays | None = None
         self._warned_at: dict[str, float] = {}  # per kind of warning: when, monotonic
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -523,7 +529,7 @@ class EdgeAuth:
                 self.out_of_scope,
             )
             return scope, replay, None
-        if not self.replays.first(visitor.signature, visitor.ts + WINDOW_SECONDS):
+        if not await self._first(visitor):
             self.replayed += 1
             self._warn(
                 "replayed",
@@ -549,6 +555,15 @@ class EdgeAuth:
         ]
         scope["svc.edge_geo"] = visitor.geo
         return scope, replay, None
+
+    async def _first(self, visitor: EdgeVisitor) -> bool:
+        """Whether the request's signature is served for the first time."""
+        until = visitor.ts + WINDOW_SECONDS
+        if self.shared_replays is not None:
+            first = await self.shared_replays.first(visitor.signature, until)
+            if first is not None:
+                return first
+        return self.replays.first(visitor.signature, until)
 
 
 def _header(scope: Scope, name: bytes) -> str:
@@ -576,6 +591,9 @@ def with_edge_auth(app: Any, settings: Settings) -> EdgeAuth:
         state.edge_secrets = secrets
     project_of = None if runtime is None else _project_of(runtime)
     auth = EdgeAuth(app, secrets, settings.max_body_bytes, project_of)
+    shared = getattr(runtime, "shared", None)
+    if shared is not None:
+        auth.shared_replays = shared.replays
     if state is not None:
         state.edge_auth = auth  # its counts, for /internal/metrics
     return auth

@@ -26,6 +26,8 @@ async def get_health(request: Request) -> Response:
     body["pipeline"]["preflights"] = request.app.state.preflights
     body["limits"] = await request.app.state.limits.health()  # svc.limits: rules, quotas
     body["reads"] = runtime.reads.status()  # svc.reads.scheduler (on the event loop)
+    # every event received before it is loaded, on every node (on the event loop)
+    body["node"]["loadedThroughMs"] = runtime.loaded_through_ms()
     body.update(request.app.state.operations.status())  # lake, backups (svc.backup.operations)
     return json_response(body, 200 if body["ready"] else 503)
 
@@ -86,6 +88,10 @@ def health_report(runtime: Runtime) -> dict[str, Any]:
             "uptimeSeconds": round(time.time() - runtime.started_at, 1),
             "memoryRssBytes": _rss_bytes(),
             "maxRssBytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            # several nodes (svc.cluster): the background jobs' leases, the shared state
+            "leases": runtime.leases.status(),
+            "shared": None if runtime.shared is None else runtime.shared.status(),
+            "otherNodes": runtime.watermarks.others_count,
         },
     }
 

@@ -36,6 +36,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from svc import __version__
+from svc.cluster.leases import JOBS
 from svc.errors import InvalidApiKey, MissingApiKey, NotFound
 from svc.http.common import error_response, runtime_of
 from svc.http.health import health_report
@@ -528,6 +529,27 @@ class ServiceCollector:
             "svc_uptime_seconds",
             "Seconds since the service started.",
             value=time.time() - self.runtime.started_at,
+        )
+        leases = node.get("leases") or {}
+        held = GaugeMetricFamily(
+            "svc_job_lease_held",
+            "1 for each background job whose lease this node holds, 0 for the others "
+            "(one node: it runs them all).",
+            labels=["job"],
+        )
+        if leases.get("enabled"):  # several nodes (svc.cluster.leases)
+            for lease in leases.get("leases", []):
+                held.add_metric([lease["job"]], 1 if lease["heldHere"] else 0)
+        else:
+            for job in JOBS:
+                held.add_metric([job], 1)
+        yield held
+        shared = node.get("shared")
+        yield CounterMetricFamily(
+            "svc_shared_state_fallbacks",
+            "Requests whose sessions and event ids this node assigned alone: Redis was out "
+            "of reach (exact for this node only). 0 without several nodes.",
+            value=0 if shared is None else shared["fallbacks"],
         )
 
 

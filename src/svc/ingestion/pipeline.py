@@ -192,6 +192,10 @@ class Pipeline:
             ("identify", self.identify),
         ]
         self._run_steps = tuple(step for _, step in self.steps)
+        # without the steps several nodes run in Redis (svc.ingestion.shared_identity)
+        self._local_steps = tuple(
+            step for name, step in self.steps if name not in ("drop_duplicates", "identify")
+        )
 
     def warm_up(self) -> None:
         """Load what the steps load lazily (geo data, user-agent rules), so that the first
@@ -217,6 +221,15 @@ class Pipeline:
     def run(self, draft: EventDraft) -> DropReason | None:
         """Run the steps in order; the first reason to drop the event ends it."""
         for step in self._run_steps:
+            reason = step(draft)
+            if reason is not None:
+                return reason
+        return None
+
+    def run_local(self, draft: EventDraft) -> DropReason | None:
+        """Run the steps but ``drop_duplicates`` and ``identify`` (run for the whole request
+        in Redis when nodes share it: svc.ingestion.shared_identity)."""
+        for step in self._local_steps:
             reason = step(draft)
             if reason is not None:
                 return reason

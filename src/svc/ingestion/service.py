@@ -11,7 +11,7 @@ import asyncio
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -21,7 +21,8 @@ from svc.ingestion.dedup import EventIdFilter
 from svc.ingestion.dropped import DropCounts
 from svc.ingestion.enrich.geo import GeoLookup
 from svc.ingestion.outcomes import DropReason, Outcomes
-from svc.ingestion.pipeline import Pipeline, RequestContext
+from svc.ingestion.pipeline import EventDraft, Pipeline, RequestContext
+from svc.ingestion.shared_identity import PendingElsewhere, identify_all
 from svc.ingestion.wire import decode_body, decode_valid, validate_event
 from svc.limits.plans import parse_plans
 from svc.limits.quota import Quotas
@@ -30,6 +31,9 @@ from svc.settings import Settings
 from svc.spool.log import Spool, SpoolUnavailable
 from svc.storage.events import EventRow
 from svc.timeutil import month_of
+
+if TYPE_CHECKING:
+    from svc.cluster.shared import SharedIdentity
 
 log = logging.getLogger(__name__)
 _encoder = msgspec.json.Encoder()
@@ -94,6 +98,9 @@ class IngestService:
         # Receipt times of the requests between their start and their answer, by request.
         self._in_flight: dict[int, int] = {}
         self._request_seq = 0
+        #: Event ids and sessions in Redis, shared by several nodes (svc.cluster.shared);
+        #: None: this process's own (the runtime sets it).
+        self.shared: SharedIdentity | None = None
 
     def oldest_in_flight_ms(self) -> int | None:
         """The receipt time of the oldest request not answered yet (its events may be on
@@ -161,6 +168,8 @@ class IngestService:
         rows: list[EventRow] = []
         dedup_keys: list[int] = []
         pipeline = self.pipeline
+        shared = self.shared
+        pending: list[EventDraft] = []  # for the shared steps (svc.ingestion.shared_identity)
         for index, obj in enumerate(decoded.events):
             try:
                 raw = obj if valid is not None else validate_event(obj, ctx.received_ms)
@@ -180,16 +189,39 @@ class IngestService:
                 result.rejected.append((index, exc))
                 continue
             draft = pipeline.draft(raw, ctx)
-            reason = pipeline.run(draft)
+            reason = pipeline.run(draft) if shared is None else pipeline.run_local(draft)
             if reason is not None:
-                self.outcomes.dropped[reason] += 1
-                result.dropped.append(reason)
-                self.drops.add(draft, reason, pipeline)
+                self._dropped(result, draft, reason)
                 continue
-            if draft.dedup_key is not None:
-                dedup_keys.append(draft.dedup_key)
-            rows.append(draft.to_row())
+            if shared is not None:
+                pending.append(draft)
+            else:
+                if draft.dedup_key is not None:
+                    dedup_keys.append(draft.dedup_key)
+                rows.append(draft.to_row())
             quota_left -= 1
+        shared_ids: list[str] = []  # the event ids reserved in Redis
+        if pending:
+            assert shared is not None
+            try:
+                reasons = await identify_all(pipeline, shared, pending)
+            except PendingElsewhere:
+                await self.quotas.release(project.id, month, quota_left + len(pending))
+                raise Unavailable(
+                    "an eventId of this request is being stored by another request; retry "
+                    "in a few seconds (the copy that is stored first counts, once)",
+                    headers={"Retry-After": "2"},
+                ) from None
+            for draft, reason in zip(pending, reasons, strict=True):
+                if reason is not None:
+                    self._dropped(result, draft, reason)
+                    quota_left += 1
+                    continue
+                if draft.dedup_key is not None:
+                    dedup_keys.append(draft.dedup_key)
+                elif draft.raw.event_id:  # reserved in Redis (else by drop_duplicates)
+                    shared_ids.append(draft.raw.event_id)
+                rows.append(draft.to_row())
         await self.quotas.release(project.id, month, quota_left)  # reserved, not stored
         if decoded.is_batch and not rows and not result.dropped and result.rejected:
             first = result.rejected[0][1]
@@ -202,6 +234,8 @@ class IngestService:
                 await self.spool.append(_encoder.encode_lines(rows), len(rows), ctx.received_ms)
             except (SpoolUnavailable, InvalidApiKey, asyncio.CancelledError) as exc:
                 self.pipeline.event_ids.release(dedup_keys)
+                if shared is not None and shared_ids:
+                    await asyncio.shield(shared.release(project.id, shared_ids))
                 await self.quotas.release(project.id, month, len(rows))
                 if isinstance(exc, asyncio.CancelledError | InvalidApiKey):
                     raise
@@ -209,10 +243,17 @@ class IngestService:
                     "events cannot be stored right now; retry later",
                     headers={"Retry-After": "5"},
                 ) from exc
+            if shared is not None and shared_ids:  # stored: duplicates from now on
+                await shared.confirm(project.id, shared_ids)
             n = len(rows)
             result.accepted = n
             self.outcomes.accepted += n
         return result
+
+    def _dropped(self, result: IngestResult, draft: EventDraft, reason: DropReason) -> None:
+        self.outcomes.dropped[reason] += 1
+        result.dropped.append(reason)
+        self.drops.add(draft, reason, self.pipeline)
 
 
 class _BatchRejected(ApiError):

@@ -33,6 +33,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from svc.cluster.leases import Leases
 from svc.lake import expiry, writer
 from svc.lake.places import LocalPlace, Place, PlaceError, S3Access, open_place
 from svc.queries.sql import lake as lake_sql
@@ -59,8 +60,12 @@ class Lake:
         interval_seconds: float,
         work_dir: Path,
         watermark: Callable[[], int],
+        leases: Leases | None = None,
     ) -> None:
         self.store, self.place = store, place
+        #: With several nodes, the holder of the ``lake`` lease alone runs passes
+        #: (svc.cluster.leases); None: this process always does.
+        self.leases = leases
         self.settle_ms = int(settle_seconds * 1000)
         self.interval_seconds = interval_seconds
         self.work_dir = work_dir
@@ -197,18 +202,26 @@ class Lake:
     async def run(self) -> None:
         """Passes every ``interval_seconds`` until cancelled."""
         while True:
-            # the watermark is read here, on the event loop, where it changes
-            self._pass = asyncio.ensure_future(asyncio.to_thread(self.run_pass, self.watermark()))
-            try:
-                # shielded: a stop lets the pass end between two days (finish), never cuts
-                # a thread off while it writes
-                await asyncio.shield(self._pass)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # the store or the lake may be down: try again later
+            if self.leases is None:
+                await self._one_pass()
+            elif await self.leases.held("lake"):
+                await self.leases.run_held("lake", self._one_pass)
+            else:  # another node writes: when this one takes over, it looks at every day
                 self._since_ms = None
-                self._failed(f"{type(exc).__name__}: {exc}")
             await asyncio.sleep(self.interval_seconds)
+
+    async def _one_pass(self) -> None:
+        # the watermark is read here, on the event loop, where it changes
+        self._pass = asyncio.ensure_future(asyncio.to_thread(self.run_pass, self.watermark()))
+        try:
+            # shielded: a stop lets the pass end between two days (finish), never cuts
+            # a thread off while it writes
+            await asyncio.shield(self._pass)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the store or the lake may be down: try again later
+            self._since_ms = None
+            self._failed(f"{type(exc).__name__}: {exc}")
 
     async def finish(self) -> None:
         """Stop: the pass under way ends after the day it is writing; wait for it."""
@@ -275,6 +288,7 @@ def lake_of(runtime: Runtime) -> Lake | None:
         interval_seconds=settings.lake_interval_seconds,
         work_dir=settings.data_dir / WORK_DIR,
         watermark=runtime.loaded_through_ms,
+        leases=runtime.leases,
     )
     runtime.retention.lake = lake
     return lake

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from svc.mail import alerts, outbox, scheduler
 from svc.mail.worker import MailWorker
@@ -29,6 +29,7 @@ class MailService:
         store: EventStore,
         loaded_through_ms: Callable[[], int] | None = None,
         raw_from: scheduler.RawFrom | None = None,
+        held: Callable[[str], Awaitable[bool]] | None = None,
     ) -> None:
         self.settings = settings
         self.meta = meta
@@ -37,7 +38,10 @@ class MailService:
         self.loaded_through_ms = loaded_through_ms or (lambda: 0)
         #: Where a project's raw events begin (RetentionJob.raw_from), as the API reads it.
         self.raw_from = raw_from
-        self.worker = MailWorker(meta, settings) if settings.smtp_url else None
+        #: Whether this node holds a job's lease (svc.cluster.leases): with several nodes,
+        #: the holder of ``mail`` alone schedules reports and alerts and sends the outbox.
+        self.held = held or _always
+        self.worker = MailWorker(meta, settings, self.held) if settings.smtp_url else None
         self._scheduling: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -74,6 +78,8 @@ class MailService:
             loaded = self.loaded_through_ms()  # read on the event loop, where it changes
             now = scheduler.utc_now()
             try:
+                if not await self.held("mail"):
+                    raise _NotHere
                 n = await asyncio.to_thread(
                     scheduler.send_reports,
                     self.settings,
@@ -90,8 +96,18 @@ class MailService:
                 await asyncio.to_thread(outbox.prune, self.meta.engine, keep_after)
                 if n:
                     self.notify()
+            except _NotHere:  # another node holds the lease
+                pass
             except Exception as exc:  # a store down: try again at the next tick
                 log.warning("mail scheduler: %s", exc)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), SCHEDULE_S)
             self._wake.clear()
+
+
+class _NotHere(Exception):
+    """Another node holds the mail's lease."""
+
+
+async def _always(job: str) -> bool:
+    return True

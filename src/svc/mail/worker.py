@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 
 from svc.mail import outbox
 from svc.mail.smtp import PermanentError, SmtpConfig, build_message, send, sender
@@ -27,8 +28,16 @@ POLL_S = 1.0
 
 
 class MailWorker:
-    def __init__(self, meta: MetaStore, settings: Settings) -> None:
+    def __init__(
+        self,
+        meta: MetaStore,
+        settings: Settings,
+        held: Callable[[str], Awaitable[bool]] | None = None,
+    ) -> None:
         self.meta = meta
+        #: Whether this node holds the ``mail`` lease (svc.cluster.leases); the claim of
+        #: each mail (outbox.claim_due) keeps two workers from sending one mail anyway.
+        self.held = held
         self.settings = settings
         self.config = SmtpConfig.parse(settings.smtp_url)
         self.from_addr = sender(settings)
@@ -60,7 +69,8 @@ class MailWorker:
         assert self._wake is not None
         while True:
             try:
-                await asyncio.to_thread(self.send_due)
+                if self.held is None or await self.held("mail"):
+                    await asyncio.to_thread(self.send_due)
             except Exception as exc:  # the metadata store may be down: try again later
                 log.warning("mail: %s", exc)
             with contextlib.suppress(TimeoutError):

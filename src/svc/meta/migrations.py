@@ -66,6 +66,11 @@ def _m062_sso(conn: Connection) -> None:
         table.create(conn, checkfirst=True)
 
 
+def _m063_job_leases(conn: Connection) -> None:
+    tables.job_leases.create(conn, checkfirst=True)
+    tables.node_watermarks.create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial: projects, api_keys, salts, usage", _m001_initial),
     (2, "accounts: accounts, teams, members, sessions, invitations, resets", _m002_accounts),
@@ -77,6 +82,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (60, "saved: goals, funnels, segments and annotations of a project", _m060_saved),
     (61, "dropped: counts per project, day and reason; samples", _m061_dropped),
     (62, "accounts: single sign-on logins under way and linked identities", _m062_sso),
+    (63, "cluster: the background jobs' leases, the nodes' watermarks", _m063_job_leases),
 ]
 
 

@@ -194,6 +194,26 @@ usage = Table(
     Column("events", BigInteger, nullable=False, server_default="0"),
 )
 
+# the background jobs' leases (svc.cluster.leases): which node runs each job, until when
+job_leases = Table(
+    "job_leases",
+    metadata,
+    Column("job", String(40), primary_key=True),
+    Column("holder", String(80), nullable=False),
+    Column("expires_at", BigInteger, nullable=False),  # ms; the lease is free after it
+    Column("taken_at", BigInteger, nullable=False),  # ms; when this holder took it
+    Column("renewed_at", BigInteger, nullable=False),  # ms
+)
+
+# each node's watermark (svc.cluster.watermarks): every event it received before is loaded
+node_watermarks = Table(
+    "node_watermarks",
+    metadata,
+    Column("node_id", String(80), primary_key=True),
+    Column("loaded_through_ms", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+)
+
 # what the ingestion pipeline dropped (svc.meta.dropped): counts per project, UTC day and
 # reason; a few of the dropped requests per project and day, kept 3 days, never an address
 dropped_counts = Table(

@@ -52,7 +52,9 @@ class Runner:
         memo = self.store.memo
         if not memo.entries:  # (a ClickHouse server, or turned off: no keys to make)
             return list(self._read(stmts, named))
-        generation = self.store.generation  # before any read begins
+        generation = self.store.read_generation()  # before any read begins
+        if generation is None:  # the nodes' count of writes cannot be read: keep nothing
+            return list(self._read(stmts, named))
         keys = [(named, statement_key(s.sql, s.params)) for s in stmts]
         found: list[Sequence[Any] | None] = [memo.get(k, generation) for k in keys]
         todo = [stmts[i] for i, rows in enumerate(found) if rows is None]

@@ -17,13 +17,13 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
 from importlib.resources.abc import Traversable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import clickhouse_connect
 from clickhouse_connect.driver.client import Client
@@ -234,6 +234,14 @@ def _writes(method: Callable[..., T]) -> Callable[..., T]:
     return counted
 
 
+class SharedCount(Protocol):
+    """A count of writes shared by several processes (svc.cluster.shared.SharedGeneration)."""
+
+    def current(self) -> int | None: ...
+
+    def bump(self) -> None: ...
+
+
 class EventStore:
     """Batch inserts and parameterised queries against the events table."""
 
@@ -259,8 +267,13 @@ class EventStore:
         #: kept in :attr:`memo` serve only while it stands still.
         self.generation = 0
         self._generation_lock = threading.Lock()
-        #: The facts' reads kept while nothing is written (svc.storage.memo). Embedded only.
+        #: The facts' reads kept while nothing is written (svc.storage.memo). Embedded, or
+        #: with a ClickHouse server when the nodes count their writes in Redis (below).
         self.memo = ReadMemo(0 if settings.clickhouse_url else settings.read_memo_entries)
+        #: The count of every node's writes (svc.cluster.shared.SharedGeneration), set by the
+        #: runtime when several nodes share a ClickHouse server and Redis: each write of
+        #: this process moves it too, and the memo keys rows on both counts.
+        self.shared_generation: SharedCount | None = None
         #: The settings of every read (see READ_SETTINGS), and its memory bound.
         self.read_settings = {
             **READ_SETTINGS,
@@ -275,6 +288,16 @@ class EventStore:
             self._read_handle,
             own_handles=not settings.clickhouse_url,
         )
+
+    def read_generation(self) -> Hashable | None:
+        """What the memo keys rows on, taken before a read begins: this process's
+        :attr:`generation`, and with several nodes the count of all their writes too; None
+        when that count cannot be read (the memo then keeps nothing)."""
+        if self.shared_generation is None:
+            return self.generation
+        local = self.generation
+        shared = self.shared_generation.current()
+        return None if shared is None else (local, shared)
 
     def note_write(self) -> None:
         """Count a write to the store that has returned: the runtime's rollup pass is skipped
@@ -341,6 +364,8 @@ class EventStore:
                     if inserts or not _READ_SQL.match(str(sql)):
                         with self._generation_lock:
                             self.generation += 1
+                        if self.shared_generation is not None:
+                            self.shared_generation.bump()
 
             return counted
 

@@ -10,14 +10,16 @@ An entry holds the rows of one statement (its SQL and values) and the store's *g
 when its read began (:attr:`svc.storage.events.EventStore.generation`: every write of the
 process moves it once it has returned). It serves only while the generation stands still:
 rows read while a write was under way were as true as a read without the memo, and no
-entry outlives the write. Only the embedded store keeps entries: a ClickHouse server takes
-writes from other processes, which no generation here counts."""
+entry outlives the write. With a ClickHouse server, entries are kept only when the nodes
+count their writes in Redis (svc.cluster.shared.SharedGeneration): the generation is then
+this process's and that count together, read before the read began, so a write of any node
+that has returned makes every entry read before it unused."""
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 Rows = tuple[Any, ...]
@@ -47,13 +49,13 @@ class ReadMemo:
 
     def __init__(self, entries: int) -> None:
         self.entries = entries
-        self._rows: OrderedDict[Any, tuple[int, Rows]] = OrderedDict()
+        self._rows: OrderedDict[Any, tuple[Hashable, Rows]] = OrderedDict()
         self._lock = threading.Lock()
         #: reads served from here, and reads that were not
         self.hits = 0
         self.misses = 0
 
-    def get(self, key: Any, generation: int) -> Rows | None:
+    def get(self, key: Any, generation: Hashable) -> Rows | None:
         """The rows kept under ``key`` if they were read at ``generation``, else None."""
         if not self.entries:
             return None
@@ -66,7 +68,7 @@ class ReadMemo:
             self.hits += 1
             return kept[1]
 
-    def put(self, key: Any, generation: int, rows: Sequence[Any]) -> Rows:
+    def put(self, key: Any, generation: Hashable, rows: Sequence[Any]) -> Rows:
         """Keep ``rows`` (each a tuple or a mapping, never changed after), read from a store
         at ``generation`` (taken before the read began), unless there are more than
         :data:`MAX_ROWS`. The rows, as kept."""
