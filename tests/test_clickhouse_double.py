@@ -138,9 +138,15 @@ def test_a_statement_the_parser_refuses_is_refused_and_every_one_is_recorded(
     assert raised.value.code == 62 and "does not parse" in str(raised.value)
     seen = clickhouse_double.statements()
     assert ("SELEC 1", False) in [(s["sql"], s["parses"]) for s in seen]
-    # ClickHouse 26.3's own parser where make test-deps installed it
+    # ClickHouse 26.3's own parser where make test-deps installed it: it refuses NATURAL
+    # JOIN, which the engine's parser (26.9) takes
     if (DEFAULT_DIR / "chdb").exists():
         assert {s["parser"] for s in seen} == {"26.3.9.1"}, {s["parser"] for s in seen}
+        newer = "SELECT * FROM t NATURAL JOIN t AS u"
+        assert client.command("SELECT formatQuery({q:String})", parameters={"q": newer})
+        with pytest.raises(DatabaseError) as raised:
+            client.query(newer)
+        assert raised.value.code == 62 and "26.3.9.1" in str(raised.value)
     assert any(s["sql"].startswith("INSERT INTO t") and s["parses"] for s in seen)
 
 
