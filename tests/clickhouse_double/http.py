@@ -180,6 +180,7 @@ class DoubleServer(ThreadingHTTPServer):
 
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 256  # several nodes' pools connecting at once (the default: 5)
 
     def __init__(self, address: tuple[str, int], engine: Engine, user: str, password: str) -> None:
         super().__init__(address, _Handler)
