@@ -180,6 +180,7 @@ class DoubleServer(ThreadingHTTPServer):
 
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 256  # several nodes' pools connecting at once (the default: 5)
 
     def __init__(self, address: tuple[str, int], engine: Engine, user: str, password: str) -> None:
         super().__init__(address, _Handler)
@@ -221,6 +222,10 @@ def form_fields(body: bytes, content_type: str) -> dict[str, str]:
     return fields
 
 
+class _BodyCut(Exception):
+    """The client sent less of the body than it announced."""
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body leave at once
@@ -236,25 +241,41 @@ class _Handler(BaseHTTPRequestHandler):
         self._handle(readonly=False)
 
     def _body(self) -> bytes:
+        """The request's whole body; raises _BodyCut if the client sent less than it said
+        (it went away: a server then runs nothing, and an insert cut short stores nothing)."""
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             chunks: list[bytes] = []
             while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                line = self.rfile.readline()
+                if not line.endswith(b"\n"):
+                    raise _BodyCut
+                size = int(line.split(b";")[0].strip() or b"0", 16)
                 if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
+                    while (line := self.rfile.readline()) not in (b"\r\n", b"\n"):
+                        if not line:
+                            raise _BodyCut
                     return b"".join(chunks)
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline()
+                chunk = self.rfile.read(size)
+                if len(chunk) < size or not self.rfile.readline().endswith(b"\n"):
+                    raise _BodyCut
+                chunks.append(chunk)
         length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
+        body = self.rfile.read(length) if length else b""
+        if len(body) < length:
+            raise _BodyCut
+        return body
 
     def _handle(self, readonly: bool) -> None:
         url = urlsplit(self.path)
         params = dict(parse_qsl(url.query, keep_blank_values=True))
         query_id = params.get("query_id") or str(uuid.uuid4())
         try:
-            body = _decode_body(self._body(), self.headers.get("Content-Encoding", ""))
+            raw = self._body()
+        except (_BodyCut, ValueError):
+            self.close_connection = True  # nothing runs, nothing is answered
+            return
+        try:
+            body = _decode_body(raw, self.headers.get("Content-Encoding", ""))
             content_type = self.headers.get("Content-Type", "")
             if content_type.startswith("multipart/form-data"):
                 params.update(form_fields(body, content_type))

@@ -23,7 +23,7 @@ def _in_server_mode(server_mode: RunningDouble) -> Iterator[RunningDouble]:
     yield server_mode
     sent = server_mode.statements()
     assert sent, "svc sent the double nothing"
-    refused = [s["sql"] for s in sent if not s["parses"]]
+    refused = [s["sql"] for s in sent if s["parses"] is False]
     assert not refused, refused
 
 
