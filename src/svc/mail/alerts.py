@@ -16,14 +16,16 @@ which sources, pages and countries account for the change: for each value, its v
 hour minus its mean in the baseline hours, largest contributions in the direction of the change
 first. Each hour is looked at once per project (state in ``mail_alert_state``), so a project
 gets at most one alert an hour; recipients are the subscriptions of kind ``alerts``, each
-enqueued with the dedupe key ``alert:<project>:<hour>:<email>``.
+enqueued with the dedupe key ``alert:<project>:<hour>:<email>``. The mail also lists the saved
+goals' conversions in the hour against their baseline. Each saved goal is watched with the same
+rule (:mod:`svc.mail.goal_alerts`), its alerts mailed on their own.
 """
 
 from __future__ import annotations
 
 import html
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
@@ -107,6 +109,18 @@ class Alert:
     rule: dict[str, float]
     causes: dict[str, list[Contribution]] = field(default_factory=dict)  # source, page, country
     days: int = 0  # the days the baseline is the mean of (0: the rule's baselineDays)
+    goals: list[str] = field(default_factory=list)  # the saved goals' lines (goal_alerts.causes)
+
+
+def direction(rule: dict[str, float], value: int, baseline: float) -> str | None:
+    """``spike``, ``drop`` or None: the rule of the module's docstring over ``value`` (the
+    hour's visitors, or a goal's conversions) and its ``baseline``."""
+    minimum = rule["minVisitors"]
+    if value >= minimum and value >= rule["spikeFactor"] * baseline:
+        return "spike"
+    if rule["dropFactor"] > 0 and baseline >= minimum and value <= rule["dropFactor"] * baseline:
+        return "drop"
+    return None
 
 
 def compared_hours(hour: datetime, zone: str, days: int) -> list[datetime]:
@@ -136,14 +150,8 @@ def evaluate(store: EventStore, project: Project, hour: datetime) -> Alert | Non
     data = hours_visitors(store, project.id, [hour, *earlier])
     visitors = data["total"].get(hour, {}).get("", 0)
     baseline = sum(data["total"].get(h, {}).get("", 0) for h in earlier) / days
-    minimum = rule["minVisitors"]
-    if visitors >= minimum and visitors >= rule["spikeFactor"] * baseline:
-        direction = "spike"
-    elif (
-        rule["dropFactor"] > 0 and baseline >= minimum and visitors <= rule["dropFactor"] * baseline
-    ):
-        direction = "drop"
-    else:
+    way = direction(rule, visitors, baseline)
+    if way is None:
         return None
     causes: dict[str, list[Contribution]] = {}
     for by in BREAKDOWNS:
@@ -157,11 +165,11 @@ def evaluate(store: EventStore, project: Project, hour: datetime) -> Alert | Non
             )
             for v in values
         ]
-        sign = 1 if direction == "spike" else -1
+        sign = 1 if way == "spike" else -1
         items = [c for c in items if sign * c.delta > 0]
         items.sort(key=lambda c: (-sign * c.delta, c.value))
         causes[by] = items[:TOP]
-    return Alert(project, hour, direction, visitors, baseline, rule, causes, days)
+    return Alert(project, hour, way, visitors, baseline, rule, causes, days)
 
 
 def last_complete_hour(now: datetime, zone: str = "UTC") -> datetime:
@@ -178,7 +186,9 @@ def check_all(
     subscribers, once per hour and project; enqueue the alerts that fire (blocking). Returns
     the mails enqueued. Without ``SVC_BASE_URL`` none (an alert carries links): the hours are
     not looked at, and the first one after it is set is."""
+    from svc.mail import goal_alerts
     from svc.mail.scheduler import base_url, list_headers, unsubscribe_url
+    from svc.saved.goals import list_goals
 
     if not settings.base_url:
         return 0
@@ -195,15 +205,39 @@ def check_all(
         hour_ms = int(hour.timestamp() * 1000)
         if hour_ms + 3600_000 > loaded_through_ms:
             continue  # the hour's events may still be on their way
-        if not _claim_hour(meta, project_id, hour_ms):
+        claimed = _claim_hour(meta, project_id, hour_ms)  # (the state's row made here)
+        goals = list_goals(meta, project_id)
+        goals_claimed = bool(goals) and goal_alerts.claim_hour(meta, project_id, hour_ms)
+        if not claimed and not goals_claimed:
             continue
         try:
-            alert = evaluate(store, project, hour)
+            found = goal_alerts.figures(store, project, hour, goals) if goals else []
+            alert = evaluate(store, project, hour) if claimed else None
         except Exception:
             log.exception("alert check of %s at %s", project_id, hour)
             continue
+        for goal_alert in goal_alerts.evaluate(project, hour, found) if goals_claimed else []:
+            goal_id = goal_alert.figure.goal.id
+            log.info("goal alert: %s %s %s at %s", project_id, goal_id, goal_alert.direction, hour)
+            for sub in subs:
+                unsubscribe = unsubscribe_url(settings, sub.token)
+                subject, text, body = goal_alerts.render(
+                    goal_alert, base_url(settings), unsubscribe
+                )
+                enqueue(
+                    meta,
+                    sub.email,
+                    subject,
+                    text,
+                    body,
+                    kind="alert",
+                    dedupe_key=f"alert:{project_id}:{hour_ms}:goal:{goal_id}:{sub.email}",
+                    headers=list_headers(unsubscribe),
+                )
+                sent += 1
         if alert is None:
             continue
+        alert = replace(alert, goals=goal_alerts.causes(found, alert.direction == "spike"))
         log.info("alert: %s %s at %s", project_id, alert.direction, hour.isoformat())
         for sub in subs:
             unsubscribe = unsubscribe_url(settings, sub.token)
@@ -290,6 +324,11 @@ def render(alert: Alert, base: str, unsubscribe_url: str) -> tuple[str, str, str
             "".join(f"<li>{e(line)}</li>" for line in lines) or "<li>(nothing stands out)</li>"
         )
         blocks += f"<h3>{e(title)}</h3><ul>{entries}</ul>"
+    if alert.goals:  # the saved goals: conversions this hour vs usual
+        text += ["", "Goals (conversions: this hour vs usual)"]
+        text += [f"  {line}" for line in alert.goals]
+        entries = "".join(f"<li>{e(line)}</li>" for line in alert.goals)
+        blocks += f"<h3>Goals (conversions: this hour vs usual)</h3><ul>{entries}</ul>"
     day = start.date().isoformat()
     query = {"project": p.id, "period": "custom", "from": day, "to": day, "interval": "hour"}
     link = f"{base}/dashboard?{urlencode(query)}"
