@@ -34,23 +34,21 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import select, update
 
 from svc.errors import InvalidRequest
-from svc.mail import subscriptions
+from svc.mail import goal_alerts, subscriptions
+from svc.mail.alert_rule import DEFAULTS as DEFAULTS  # (the rule's names, as they were here)
+from svc.mail.alert_rule import OPTION as OPTION
+from svc.mail.alert_rule import compared_hours as compared_hours
+from svc.mail.alert_rule import direction, thresholds
 from svc.mail.outbox import enqueue
 from svc.meta import tables
 from svc.meta.store import MetaStore, Project
 from svc.queries.hourly import BREAKDOWNS, hours_visitors
+from svc.saved.goals import list_goals
 from svc.settings import Settings
 from svc.storage.events import EventStore
 
 log = logging.getLogger(__name__)
 
-OPTION = "alerts"
-DEFAULTS: dict[str, float] = {
-    "spikeFactor": 3.0,
-    "dropFactor": 0.3,
-    "minVisitors": 10,
-    "baselineDays": 7,
-}
 BOUNDS: dict[str, tuple[float, float]] = {
     "spikeFactor": (1.1, 1000.0),
     "dropFactor": (0.0, 0.9),
@@ -83,11 +81,6 @@ def check_option(value: Any) -> dict[str, float]:
     return out
 
 
-def thresholds(project: Project) -> dict[str, float]:
-    own = project.options.get(OPTION)
-    return {**DEFAULTS, **(own if isinstance(own, dict) else {})}
-
-
 @dataclass(frozen=True)
 class Contribution:
     value: str
@@ -110,34 +103,6 @@ class Alert:
     causes: dict[str, list[Contribution]] = field(default_factory=dict)  # source, page, country
     days: int = 0  # the days the baseline is the mean of (0: the rule's baselineDays)
     goals: list[str] = field(default_factory=list)  # the saved goals' lines (goal_alerts.causes)
-
-
-def direction(rule: dict[str, float], value: int, baseline: float) -> str | None:
-    """``spike``, ``drop`` or None: the rule of the module's docstring over ``value`` (the
-    hour's visitors, or a goal's conversions) and its ``baseline``."""
-    minimum = rule["minVisitors"]
-    if value >= minimum and value >= rule["spikeFactor"] * baseline:
-        return "spike"
-    if rule["dropFactor"] > 0 and baseline >= minimum and value <= rule["dropFactor"] * baseline:
-        return "drop"
-    return None
-
-
-def compared_hours(hour: datetime, zone: str, days: int) -> list[datetime]:
-    """The UTC starts of the same local hour as ``hour`` (aware) in ``zone`` on each of the
-    ``days`` local days before, latest first. A day whose clocks skipped that hour (the spring
-    change) is left out; of an hour that happened twice (the autumn change), the first."""
-    tz = ZoneInfo(zone)
-    local = hour.astimezone(tz)
-    out: list[datetime] = []
-    for k in range(1, days + 1):
-        d = local.date() - timedelta(days=k)
-        wall = datetime(d.year, d.month, d.day, local.hour, local.minute, tzinfo=tz)
-        start = wall.astimezone(UTC)
-        if start.astimezone(tz).replace(tzinfo=None) != wall.replace(tzinfo=None):
-            continue  # no such time that day
-        out.append(start)
-    return out
 
 
 def evaluate(store: EventStore, project: Project, hour: datetime) -> Alert | None:
@@ -186,9 +151,7 @@ def check_all(
     subscribers, once per hour and project; enqueue the alerts that fire (blocking). Returns
     the mails enqueued. Without ``SVC_BASE_URL`` none (an alert carries links): the hours are
     not looked at, and the first one after it is set is."""
-    from svc.mail import goal_alerts
     from svc.mail.scheduler import base_url, list_headers, unsubscribe_url
-    from svc.saved.goals import list_goals
 
     if not settings.base_url:
         return 0

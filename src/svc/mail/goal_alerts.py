@@ -4,7 +4,7 @@ The rule (docs/api.md, "Email reports and alerts") is that of traffic alerts
 (:mod:`svc.mail.alerts`) over a goal's **conversions**, its converting visitors in the hour
 as GET /metrics/goals counts them for that hour (:func:`svc.saved.goals.hourly_conversions`,
 one statement for every goal and hour): the baseline is the mean of the same local hour on
-each of the ``baselineDays`` days before (:func:`~svc.mail.alerts.compared_hours`), and with
+each of the ``baselineDays`` days before (:func:`~svc.mail.alert_rule.compared_hours`), and with
 the project's ``alerts`` thresholds a goal
 
 - **spiked** when conversions ≥ ``spikeFactor`` × baseline and conversions ≥ ``minVisitors``;
@@ -27,7 +27,7 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy import or_, update
 
-from svc.mail.alerts import compared_hours, direction, thresholds
+from svc.mail.alert_rule import compared_hours, direction, thresholds
 from svc.meta import tables
 from svc.meta.store import MetaStore, Project
 from svc.saved.goals import Goal, hourly_conversions
