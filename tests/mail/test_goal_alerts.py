@@ -7,13 +7,18 @@ from __future__ import annotations
 import re
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import httpx
+from sqlalchemy import insert, inspect, text
 
 from svc.mail import goal_alerts
+from svc.meta import tables
+from svc.meta.store import MetaStore
 from tests.mail.test_outbox import meta_of
 from tests.mail.test_reports_alerts import TZ, auth, ev
 from tests.mail_server import MailServer
@@ -174,3 +179,32 @@ def test_a_traffic_alert_lists_the_goals_that_moved(svc: Server, mail_server: Ma
     ], text
     html = traffic.get_body(("html",)).get_content()  # type: ignore[union-attr]
     assert "Launch page: 20 vs 0.0 (+20.0)" in html
+
+
+def test_the_goals_of_an_hour_are_claimed_once_by_two_nodes_and_migration_64(
+    tmp_path: Path,
+) -> None:
+    """A store made before migration 64 gets the column; two processes on one store claiming
+    the same hour at once: one gets it."""
+    url = f"sqlite:///{tmp_path / 'meta.db'}"
+    first = MetaStore(url)
+    first.migrate()
+    with first.engine.begin() as conn:  # as the store was at 63
+        conn.execute(text("ALTER TABLE mail_alert_state DROP COLUMN goals_checked_hour"))
+        conn.execute(text("DELETE FROM schema_migrations WHERE version = 64"))
+    assert first.migrate() == [64]
+    columns = {c["name"] for c in inspect(first.engine).get_columns("mail_alert_state")}
+    assert "goals_checked_hour" in columns
+    project, _ = first.create_project("claims")
+    with first.engine.begin() as conn:  # the visitors' claim made the row
+        conn.execute(insert(tables.mail_alert_state).values(project_id=project.id, checked_hour=0))
+    second = MetaStore(url)
+    hour_ms = 1_800_000_000 // 3600 * 3600 * 1000
+    for hour in (hour_ms, hour_ms + 3600_000):
+        with ThreadPoolExecutor(4) as pool:
+            stores = [first, second, first, second]
+            taken = list(pool.map(goal_alerts.claim_hour, stores, [project.id] * 4, [hour] * 4))
+        assert sorted(taken) == [False, False, False, True], taken
+    assert goal_alerts.claim_hour(second, project.id, hour_ms) is False  # an earlier hour
+    first.close()
+    second.close()
