@@ -173,31 +173,19 @@ def check_all(
         goals_claimed = bool(goals) and goal_alerts.claim_hour(meta, project_id, hour_ms)
         if not claimed and not goals_claimed:
             continue
-        try:
+        found: list[goal_alerts.GoalFigure] = []
+        alert: Alert | None = None
+        try:  # the goals' figures serve their alerts and the traffic alert's mail
             found = goal_alerts.figures(store, project, hour, goals) if goals else []
+        except Exception:
+            log.exception("goal alert check of %s at %s", project_id, hour)
+        if goals_claimed:
+            for goal_alert in goal_alerts.evaluate(project, hour, found):
+                sent += goal_alerts.send(settings, meta, goal_alert, subs)
+        try:
             alert = evaluate(store, project, hour) if claimed else None
         except Exception:
             log.exception("alert check of %s at %s", project_id, hour)
-            continue
-        for goal_alert in goal_alerts.evaluate(project, hour, found) if goals_claimed else []:
-            goal_id = goal_alert.figure.goal.id
-            log.info("goal alert: %s %s %s at %s", project_id, goal_id, goal_alert.direction, hour)
-            for sub in subs:
-                unsubscribe = unsubscribe_url(settings, sub.token)
-                subject, text, body = goal_alerts.render(
-                    goal_alert, base_url(settings), unsubscribe
-                )
-                enqueue(
-                    meta,
-                    sub.email,
-                    subject,
-                    text,
-                    body,
-                    kind="alert",
-                    dedupe_key=f"alert:{project_id}:{hour_ms}:goal:{goal_id}:{sub.email}",
-                    headers=list_headers(unsubscribe),
-                )
-                sent += 1
         if alert is None:
             continue
         alert = replace(alert, goals=goal_alerts.causes(found, alert.direction == "spike"))

@@ -20,6 +20,7 @@ goals are looked at once per project, whatever the nodes and runs (the column
 from __future__ import annotations
 
 import html
+import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode
@@ -28,11 +29,16 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import or_, update
 
 from svc.mail.alert_rule import compared_hours, direction, thresholds
+from svc.mail.outbox import enqueue
+from svc.mail.scheduler import base_url, list_headers, unsubscribe_url
+from svc.mail.subscriptions import Subscription
 from svc.meta import tables
 from svc.meta.store import MetaStore, Project
 from svc.saved.goals import Goal, hourly_conversions
+from svc.settings import Settings
 from svc.storage.events import EventStore
 
+log = logging.getLogger(__name__)
 _state = tables.mail_alert_state
 
 
@@ -102,6 +108,28 @@ def claim_hour(meta: MetaStore, project_id: str, hour_ms: int) -> bool:
             .values(goals_checked_hour=hour_ms)
         )
         return bool(result.rowcount == 1)
+
+
+def send(settings: Settings, meta: MetaStore, alert: GoalAlert, subs: list[Subscription]) -> int:
+    """Enqueue the goal alert's mail to each of ``subs`` (dedupe key
+    ``alert:<project>:<hour>:goal:<goal id>:<email>``); the mails enqueued."""
+    project_id, goal_id = alert.project.id, alert.figure.goal.id
+    hour_ms = int(alert.hour.timestamp() * 1000)
+    log.info("goal alert: %s %s %s at %s", project_id, goal_id, alert.direction, alert.hour)
+    for sub in subs:
+        unsubscribe = unsubscribe_url(settings, sub.token)
+        subject, text, body = render(alert, base_url(settings), unsubscribe)
+        enqueue(
+            meta,
+            sub.email,
+            subject,
+            text,
+            body,
+            kind="alert",
+            dedupe_key=f"alert:{project_id}:{hour_ms}:goal:{goal_id}:{sub.email}",
+            headers=list_headers(unsubscribe),
+        )
+    return len(subs)
 
 
 def usual(value: float) -> str:
