@@ -91,7 +91,7 @@ UNITS: tuple[Unit, ...] = (
     ),
     Unit(
         "mail",
-        "the mail outbox and its SMTP worker, email reports, traffic alerts",
+        "the mail outbox and its SMTP worker, email reports, traffic and goal alerts",
         ("credentials", "meta", "queries", "saved", "storage"),
     ),
     Unit(

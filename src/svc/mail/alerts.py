@@ -16,14 +16,16 @@ which sources, pages and countries account for the change: for each value, its v
 hour minus its mean in the baseline hours, largest contributions in the direction of the change
 first. Each hour is looked at once per project (state in ``mail_alert_state``), so a project
 gets at most one alert an hour; recipients are the subscriptions of kind ``alerts``, each
-enqueued with the dedupe key ``alert:<project>:<hour>:<email>``.
+enqueued with the dedupe key ``alert:<project>:<hour>:<email>``. The mail also lists the saved
+goals' conversions in the hour against their baseline. Each saved goal is watched with the same
+rule (:mod:`svc.mail.goal_alerts`), its alerts mailed on their own.
 """
 
 from __future__ import annotations
 
 import html
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
@@ -32,23 +34,21 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import select, update
 
 from svc.errors import InvalidRequest
-from svc.mail import subscriptions
+from svc.mail import goal_alerts, subscriptions
+from svc.mail.alert_rule import DEFAULTS as DEFAULTS  # (the rule's names, as they were here)
+from svc.mail.alert_rule import OPTION as OPTION
+from svc.mail.alert_rule import compared_hours as compared_hours
+from svc.mail.alert_rule import direction, thresholds
 from svc.mail.outbox import enqueue
 from svc.meta import tables
 from svc.meta.store import MetaStore, Project
 from svc.queries.hourly import BREAKDOWNS, hours_visitors
+from svc.saved.goals import list_goals
 from svc.settings import Settings
 from svc.storage.events import EventStore
 
 log = logging.getLogger(__name__)
 
-OPTION = "alerts"
-DEFAULTS: dict[str, float] = {
-    "spikeFactor": 3.0,
-    "dropFactor": 0.3,
-    "minVisitors": 10,
-    "baselineDays": 7,
-}
 BOUNDS: dict[str, tuple[float, float]] = {
     "spikeFactor": (1.1, 1000.0),
     "dropFactor": (0.0, 0.9),
@@ -81,11 +81,6 @@ def check_option(value: Any) -> dict[str, float]:
     return out
 
 
-def thresholds(project: Project) -> dict[str, float]:
-    own = project.options.get(OPTION)
-    return {**DEFAULTS, **(own if isinstance(own, dict) else {})}
-
-
 @dataclass(frozen=True)
 class Contribution:
     value: str
@@ -107,23 +102,7 @@ class Alert:
     rule: dict[str, float]
     causes: dict[str, list[Contribution]] = field(default_factory=dict)  # source, page, country
     days: int = 0  # the days the baseline is the mean of (0: the rule's baselineDays)
-
-
-def compared_hours(hour: datetime, zone: str, days: int) -> list[datetime]:
-    """The UTC starts of the same local hour as ``hour`` (aware) in ``zone`` on each of the
-    ``days`` local days before, latest first. A day whose clocks skipped that hour (the spring
-    change) is left out; of an hour that happened twice (the autumn change), the first."""
-    tz = ZoneInfo(zone)
-    local = hour.astimezone(tz)
-    out: list[datetime] = []
-    for k in range(1, days + 1):
-        d = local.date() - timedelta(days=k)
-        wall = datetime(d.year, d.month, d.day, local.hour, local.minute, tzinfo=tz)
-        start = wall.astimezone(UTC)
-        if start.astimezone(tz).replace(tzinfo=None) != wall.replace(tzinfo=None):
-            continue  # no such time that day
-        out.append(start)
-    return out
+    goals: list[str] = field(default_factory=list)  # the saved goals' lines (goal_alerts.causes)
 
 
 def evaluate(store: EventStore, project: Project, hour: datetime) -> Alert | None:
@@ -136,14 +115,8 @@ def evaluate(store: EventStore, project: Project, hour: datetime) -> Alert | Non
     data = hours_visitors(store, project.id, [hour, *earlier])
     visitors = data["total"].get(hour, {}).get("", 0)
     baseline = sum(data["total"].get(h, {}).get("", 0) for h in earlier) / days
-    minimum = rule["minVisitors"]
-    if visitors >= minimum and visitors >= rule["spikeFactor"] * baseline:
-        direction = "spike"
-    elif (
-        rule["dropFactor"] > 0 and baseline >= minimum and visitors <= rule["dropFactor"] * baseline
-    ):
-        direction = "drop"
-    else:
+    way = direction(rule, visitors, baseline)
+    if way is None:
         return None
     causes: dict[str, list[Contribution]] = {}
     for by in BREAKDOWNS:
@@ -157,11 +130,11 @@ def evaluate(store: EventStore, project: Project, hour: datetime) -> Alert | Non
             )
             for v in values
         ]
-        sign = 1 if direction == "spike" else -1
+        sign = 1 if way == "spike" else -1
         items = [c for c in items if sign * c.delta > 0]
         items.sort(key=lambda c: (-sign * c.delta, c.value))
         causes[by] = items[:TOP]
-    return Alert(project, hour, direction, visitors, baseline, rule, causes, days)
+    return Alert(project, hour, way, visitors, baseline, rule, causes, days)
 
 
 def last_complete_hour(now: datetime, zone: str = "UTC") -> datetime:
@@ -195,15 +168,27 @@ def check_all(
         hour_ms = int(hour.timestamp() * 1000)
         if hour_ms + 3600_000 > loaded_through_ms:
             continue  # the hour's events may still be on their way
-        if not _claim_hour(meta, project_id, hour_ms):
+        claimed = _claim_hour(meta, project_id, hour_ms)  # (the state's row made here)
+        goals = list_goals(meta, project_id)
+        goals_claimed = bool(goals) and goal_alerts.claim_hour(meta, project_id, hour_ms)
+        if not claimed and not goals_claimed:
             continue
+        found: list[goal_alerts.GoalFigure] = []
+        alert: Alert | None = None
+        try:  # the goals' figures serve their alerts and the traffic alert's mail
+            found = goal_alerts.figures(store, project, hour, goals) if goals else []
+        except Exception:
+            log.exception("goal alert check of %s at %s", project_id, hour)
+        if goals_claimed:
+            for goal_alert in goal_alerts.evaluate(project, hour, found):
+                sent += goal_alerts.send(settings, meta, goal_alert, subs)
         try:
-            alert = evaluate(store, project, hour)
+            alert = evaluate(store, project, hour) if claimed else None
         except Exception:
             log.exception("alert check of %s at %s", project_id, hour)
-            continue
         if alert is None:
             continue
+        alert = replace(alert, goals=goal_alerts.causes(found, alert.direction == "spike"))
         log.info("alert: %s %s at %s", project_id, alert.direction, hour.isoformat())
         for sub in subs:
             unsubscribe = unsubscribe_url(settings, sub.token)
@@ -290,6 +275,11 @@ def render(alert: Alert, base: str, unsubscribe_url: str) -> tuple[str, str, str
             "".join(f"<li>{e(line)}</li>" for line in lines) or "<li>(nothing stands out)</li>"
         )
         blocks += f"<h3>{e(title)}</h3><ul>{entries}</ul>"
+    if alert.goals:  # the saved goals: conversions this hour vs usual
+        text += ["", "Goals (conversions: this hour vs usual)"]
+        text += [f"  {line}" for line in alert.goals]
+        entries = "".join(f"<li>{e(line)}</li>" for line in alert.goals)
+        blocks += f"<h3>Goals (conversions: this hour vs usual)</h3><ul>{entries}</ul>"
     day = start.date().isoformat()
     query = {"project": p.id, "period": "custom", "from": day, "to": day, "interval": "hour"}
     link = f"{base}/dashboard?{urlencode(query)}"

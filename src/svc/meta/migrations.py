@@ -71,6 +71,13 @@ def _m063_job_leases(conn: Connection) -> None:
     tables.node_watermarks.create(conn, checkfirst=True)
 
 
+def _m064_goal_alert_state(conn: Connection) -> None:
+    # a store made at 64 or later has the column already (the table is made as it is now)
+    columns = {c["name"] for c in inspect(conn).get_columns("mail_alert_state")}
+    if "goals_checked_hour" not in columns:
+        conn.execute(text("ALTER TABLE mail_alert_state ADD COLUMN goals_checked_hour BIGINT"))
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial: projects, api_keys, salts, usage", _m001_initial),
     (2, "accounts: accounts, teams, members, sessions, invitations, resets", _m002_accounts),
@@ -83,6 +90,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (61, "dropped: counts per project, day and reason; samples", _m061_dropped),
     (62, "accounts: single sign-on logins under way and linked identities", _m062_sso),
     (63, "cluster: the background jobs' leases, the nodes' watermarks", _m063_job_leases),
+    (64, "mail: the last hour whose saved goals an alert looked at", _m064_goal_alert_state),
 ]
 
 

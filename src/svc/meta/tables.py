@@ -285,6 +285,8 @@ mail_alert_state = Table(
     ),
     Column("checked_hour", BigInteger, nullable=False),  # the last hour looked at (ms, UTC)
     Column("fired_hour", BigInteger, nullable=True),  # the last hour an alert was sent for
+    # the last hour whose saved goals were looked at (svc.mail.goal_alerts; ms, UTC)
+    Column("goals_checked_hour", BigInteger, nullable=True),
 )
 
 # edge secrets (svc.meta.edge_secrets): registered over the API, each scoped to its project ----

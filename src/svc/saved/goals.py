@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, select, update
@@ -25,6 +26,7 @@ from svc.meta.store import MetaStore
 from svc.queries import conversions
 from svc.queries.dimensions import dimension
 from svc.queries.filters import MAX_VALUE, Filter
+from svc.queries.hourly import hours_conversions
 from svc.queries.plan import Query
 from svc.queries.shape import percent
 from svc.saved.common import (
@@ -212,6 +214,33 @@ def query_conversions(store: EventStore, query: Query, goals: Sequence[Goal]) ->
             }
         )
     return {"visitors": total, "goals": rows, "saved": True}
+
+
+def hourly_conversions(
+    store: EventStore, project_id: str, goals: Sequence[Goal], hours: list[datetime]
+) -> dict[str, dict[datetime, int]]:
+    """Per goal's id, its converting visitors in each hour-long span starting at one of
+    ``hours`` (aware, distinct): what GET /metrics/goals gives as the goal's ``visitors``
+    for a range of that hour (the visitors with a matching event in it; for a goal with a
+    property, a matching event that has it), keyed by the datetimes given, 0 when none. One
+    statement for every goal and hour (none without goals)."""
+    if not goals or not hours:
+        return {g.id: {} for g in goals}
+    targets = [
+        (
+            g.kind,
+            g.target,
+            (g.prop_key, g.prop_value)
+            if g.prop_key is not None and g.prop_value is not None
+            else None,
+        )
+        for g in goals
+    ]
+    found = hours_conversions(store, project_id, hours, targets)
+    return {
+        g.id: {h: per_hour.get(h, 0) for h in hours}
+        for g, per_hour in zip(goals, found, strict=True)
+    }
 
 
 def _goal(row: Any) -> Goal:
