@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.parallel import PostgresSlot
-from tests.support import BROWSER_UA, Server
+from tests.support import BROWSER_UA, CHEAP_HASHES, Server
 
 __all__ = ["BROWSER_UA"]  # many tests import it from here
 
@@ -94,8 +94,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """One real server for the session; tests isolate themselves by project."""
-    srv = Server(tmp_path_factory.mktemp("svc") / "data").start()
+    """One real server for the session; tests isolate themselves by project. Its accounts'
+    passwords are hashed at a hundredth of the default cost (tests.support.CHEAP_HASHES: the
+    same code), as the servers of tests/accounts and tests/security hash them."""
+    srv = Server(tmp_path_factory.mktemp("svc") / "data", env=dict(CHEAP_HASHES)).start()
     yield srv
     srv.stop()
 
