@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.parallel import PostgresSlot
-from tests.support import BROWSER_UA, Server
+from tests.support import BROWSER_UA, CHEAP_HASHES, Server
 
 __all__ = ["BROWSER_UA"]  # many tests import it from here
 
@@ -57,9 +57,20 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 #: Seconds each test file took in a measured run of the whole suite (``make test``'s junit
-#: durations summed per file; refreshed by hand when files grow, a stale figure only
-#: costs order).
+#: durations summed per file, written by ``scripts/update_durations.py``; refreshed when files
+#: grow, a stale figure only costs order).
 _DURATIONS = Path(__file__).with_name("durations.json")
+
+
+def _estimate(seconds: dict[str, float], file: str) -> float:
+    """The measured seconds of ``file``; for a file not measured yet, the mean of the measured
+    files of its folder (of every file when its folder has none). A new file counted as 0 s
+    went last, and a long one (a browser test's) kept one process busy alone at the end."""
+    if file in seconds:
+        return seconds[file]
+    folder = file.rpartition("/")[0]
+    near = [s for f, s in seconds.items() if f.rpartition("/")[0] == folder] or [*seconds.values()]
+    return sum(near) / len(near) if near else 0.0
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -70,11 +81,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     seconds: dict[str, float] = json.loads(_DURATIONS.read_text())
     root = Path(str(config.rootpath))
-
-    def cost(item: pytest.Item) -> float:
-        return -seconds.get(Path(str(item.path)).relative_to(root).as_posix(), 0.0)
-
-    items.sort(key=cost)  # stable: each file's items stay together and in order
+    files = {Path(str(item.path)).relative_to(root).as_posix() for item in items}
+    cost = {f: -_estimate(seconds, f) for f in files}
+    # stable: each file's items stay together and in order
+    items.sort(key=lambda item: cost[Path(str(item.path)).relative_to(root).as_posix()])
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -84,8 +94,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """One real server for the session; tests isolate themselves by project."""
-    srv = Server(tmp_path_factory.mktemp("svc") / "data").start()
+    """One real server for the session; tests isolate themselves by project. Its accounts'
+    passwords are hashed at a hundredth of the default cost (tests.support.CHEAP_HASHES: the
+    same code), as the servers of tests/accounts and tests/security hash them."""
+    srv = Server(tmp_path_factory.mktemp("svc") / "data", env=dict(CHEAP_HASHES)).start()
     yield srv
     srv.stop()
 

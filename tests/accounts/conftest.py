@@ -15,12 +15,10 @@ import pyotp
 import pytest
 
 from tests.mail_server import MailServer
+from tests.support import CHEAP_HASHES as CHEAP_HASHES  # re-exported: tests import it here
 from tests.support import Server
 
 PASSWORD = "correct horse battery"
-#: argon2id at 1 MiB and 1 pass: the same code at a hundredth of the cost (a hash keeps its
-#: parameters, so the code path is the same as with the defaults)
-CHEAP_HASHES = {"SVC_PASSWORD_HASH_MEMORY_KIB": "1024", "SVC_PASSWORD_HASH_ITERATIONS": "1"}
 _serial = itertools.count(1)
 
 

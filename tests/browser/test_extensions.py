@@ -13,7 +13,7 @@ import random
 import struct
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -549,6 +549,22 @@ def test_extensions_write_no_cookie_and_no_storage(
     assert seen == ["", 0, 0, 0]
 
 
+@pytest.fixture(scope="module")
+def build_page(browser: Any) -> Iterator[Any]:
+    """One page for the builds' tests: each navigates it to a page of its own on site.test (a
+    new document, the build's script loaded anew from its own URL, sending with its own
+    project's key). A same-site navigation keeps the renderer process that a new context and
+    page per build started again, 31 times (the script keeps no state in the browser:
+    test_extensions_write_no_cookie_and_no_storage)."""
+    from tests.conftest import BROWSER_UA
+
+    ctx = browser.new_context(user_agent=BROWSER_UA)
+    page = ctx.new_page()
+    page.set_default_timeout(10_000)
+    yield page
+    ctx.close()
+
+
 @pytest.mark.parametrize(
     "names",
     [
@@ -558,13 +574,21 @@ def test_extensions_write_no_cookie_and_no_storage(
     ],
 )
 def test_every_build_runs_and_sends_the_page_view(
-    page: Any, site: Site, project: Project, unique_path: PathOf, names: str
+    build_page: Any, site: Site, project: Project, unique_path: PathOf, names: str
 ) -> None:
+    page = build_page
     errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    url = site.add(unique_path("/build"), LONG, head=tag(project, names))
-    page.goto(url, wait_until="load")
-    [hit] = project.wait(1)
-    assert hit.json()["url"] == url
-    assert page.evaluate("typeof svc.track") == "function"
-    assert errors == []
+
+    def on_error(e: Any) -> None:
+        errors.append(str(e))
+
+    page.on("pageerror", on_error)
+    try:
+        url = site.add(unique_path("/build"), LONG, head=tag(project, names))
+        page.goto(url, wait_until="load")
+        [hit] = project.wait(1)
+        assert hit.json()["url"] == url
+        assert page.evaluate("typeof svc.track") == "function"
+        assert errors == []
+    finally:
+        page.remove_listener("pageerror", on_error)
