@@ -9,11 +9,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
-import importlib
 import logging
-import os
 import re
-import sys
 import threading
 import time
 import uuid
@@ -25,7 +22,6 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import Any, TypeVar
 
-import clickhouse_connect
 from clickhouse_connect.driver.client import Client
 from clickhouse_connect.driver.exceptions import Error as ClickHouseError
 
@@ -35,50 +31,27 @@ from svc.schema.row import EVENT_COLUMNS as EVENT_COLUMNS
 from svc.schema.row import EventRow as EventRow
 from svc.settings import Settings
 from svc.storage import schema
+from svc.storage.handles import CHDB_OPTIONS as CHDB_OPTIONS
+from svc.storage.handles import EMBEDDED_ALLOCATOR_CONF as EMBEDDED_ALLOCATOR_CONF
+from svc.storage.handles import Handles
+from svc.storage.handles import connect as connect
+from svc.storage.handles import skip_data_frame_libraries as skip_data_frame_libraries
 from svc.storage.memo import ReadMemo
 from svc.storage.read_handles import ReadHandles
-
-log = logging.getLogger(__name__)
-
-EVENTS_TABLE = "events"
-#: Where inserts go: a Null table whose materialized views write every stored table, events
-#: too, each deduplicating a replayed block on its own (migrations/014).
-INGEST_TABLE = "events_in"
-SESSIONS_TABLE = "sessions"  # fed from events by a materialized view (migrations/002)
-SESSION_PAGES_TABLE = "session_pages"  # the same, per (session, path) (migrations/004)
-EVENT_HOURS_TABLE = "event_hours"  # per project and hour, by event time (migrations/005)
-#: Every event but a page view without properties (migrations 006 and 008).
-REPORT_EVENTS_TABLE = "report_events"
-#: The events copied into REPORT_EVENTS_TABLE (as in its materialized view).
-REPORT_EVENTS_WHERE = f"(name != 'page_view' OR notEmpty(properties)) AND {COUNTED_SQL}"
-#: The sessions with an event outside the day of their start and the next (migrations/012).
-LONG_SESSIONS_TABLE = "long_sessions"
-#: The sessions with an event on the day after the day of their start (migrations/021).
-NEXT_DAY_SESSIONS_TABLE = "next_day_sessions"
-#: One row per page measurement (engagement, web_vitals) with typed figures (migrations/013).
-PAGE_MEASUREMENTS_TABLE = "page_measurements"
-#: One row per purchase event with its revenue, currency and items typed (migrations/024).
-PURCHASES_TABLE = "purchases"
-#: Every table that holds rows of a project (the rollups' tables: svc.storage.rollups).
-PROJECT_TABLES = (
-    EVENTS_TABLE,
-    SESSIONS_TABLE,
-    SESSION_PAGES_TABLE,
+from svc.storage.tables import (
     EVENT_HOURS_TABLE,
-    REPORT_EVENTS_TABLE,
+    EVENTS_TABLE,
+    INGEST_TABLE,
     LONG_SESSIONS_TABLE,
     NEXT_DAY_SESSIONS_TABLE,
-    PAGE_MEASUREMENTS_TABLE,
-    PURCHASES_TABLE,
-    "session_rollups",
-    "rolled_sessions",
-    "visitor_steps",
-    "rollup_days",
-    "retention_horizons",  # svc.retention (migrations/020)
-    "snapshot_days",  # svc.storage.snapshots (migrations/016): its rows name the others'
-    "usage_months",  # the events received per month, the quota's (migrations/022)
+    PROJECT_TABLES,
+    REPORT_EVENTS_TABLE,
+    REPORT_EVENTS_WHERE,
+    SESSION_PAGES_TABLE,
+    SESSIONS_TABLE,
 )
 
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -166,60 +139,6 @@ def ch_time(ms: int) -> str:
     return f"{ms // 1000}.{ms % 1000:03d}"
 
 
-def skip_data_frame_libraries(*, chdb: bool) -> None:
-    """Keep pandas, pyarrow and numpy out of the process unless something else imports them.
-
-    clickhouse-connect imports pandas at the first insert to ask whether the rows are a data
-    frame, and chDB imports pyarrow when it opens a connection, for its Arrow results. svc
-    hands both rows, bytes and text only, so the server does not load them: ~40 MB of their
-    libraries mapped into memory and ~40 MB of their objects (docs/benchmarks.md, Memory).
-    Both libraries treat a missing package as "no data-frame support", which is what this
-    declares. A process that has already imported them keeps them, and one may import them
-    later for itself (`svcm export` reads a Parquet file's row count with pyarrow).
-    """
-    from clickhouse_connect.driver import options
-
-    for name in ("np", "pd", "pd_time_test", "arrow", "pl"):
-        if name not in vars(options):
-            setattr(options, name, None)
-    if not chdb or "chdb.state" in sys.modules or "pyarrow" in sys.modules:
-        return
-    sys.modules["pyarrow"] = None  # type: ignore[assignment]  # "not installed", for chDB
-    try:
-        importlib.import_module("chdb.state")
-    finally:
-        del sys.modules["pyarrow"]
-
-
-def connect(settings: Settings) -> Client:
-    """A clickhouse-connect client for the configured store (chDB unless a URL is set)."""
-    if not settings.clickhouse_url:
-        # read once, when chDB is loaded (the first connection): see EMBEDDED_ALLOCATOR_CONF
-        os.environ.setdefault("JE_MALLOC_CONF", EMBEDDED_ALLOCATOR_CONF)
-    skip_data_frame_libraries(chdb=not settings.clickhouse_url)
-    if settings.clickhouse_url:
-        return clickhouse_connect.get_client(
-            dsn=settings.clickhouse_url, autogenerate_session_id=False
-        )
-    settings.chdb_path.mkdir(parents=True, exist_ok=True)
-    return clickhouse_connect.get_client(
-        dsn=f"chdb://{settings.chdb_path.resolve()}", chdb_options=CHDB_OPTIONS
-    )
-
-
-#: The embedded engine's allocator (jemalloc, configured by ``JE_MALLOC_CONF`` when chDB is
-#: loaded; an operator's own value is kept): pages a read freed go back to the system after
-#: ~1 s instead of ClickHouse's 5 s, so reads one after another (a dashboard's) do not each
-#: start on top of what the last one left. 29 query kinds over 100M events, each kind's peak
-#: resident memory 10-120 MB lower, in the same times (alternating runs); 0 s (at once) was
-#: 100-250 MB lower but 30-60 % slower (every reused page faulted in again).
-EMBEDDED_ALLOCATOR_CONF = "dirty_decay_ms:1000"
-
-#: The embedded engine's start-up options: ``BACKUP ... TO File(path)`` and ``RESTORE`` may
-#: name any path (svc.backup; only svc's own statements reach the engine).
-CHDB_OPTIONS = {"backups.allowed_path": "/"}
-
-
 def _writes(method: Callable[..., T]) -> Callable[..., T]:
     """An EventStore method that writes to the store: :attr:`EventStore.writes` counts it once
     it has returned (or failed: it may have written part)."""
@@ -239,9 +158,7 @@ class EventStore:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self._client: Client | None = None
-        self._handles: dict[str, Client] = {}  # see _own_handle
-        self._connect_lock = threading.Lock()
+        self.handles = Handles(settings)
         #: Held by each insert and by each computation derived from the tables the inserts
         #: feed (svc.storage.rollups): an insert reaches the events table before its
         #: materialized views' tables, and a day rolled up in between would lack its
@@ -253,12 +170,6 @@ class EventStore:
         self._release_lock = threading.Lock()
         #: How many writes of this process reached the store (see :meth:`note_write`).
         self.writes = 0
-        #: Moves once every call that may write (a command, an insert) on any handle of this
-        #: store has returned, whoever made it (the loader, rollups, snapshots, retention,
-        #: migrations; :attr:`writes` leaves out the rollups' and snapshots' own): the rows
-        #: kept in :attr:`memo` serve only while it stands still.
-        self.generation = 0
-        self._generation_lock = threading.Lock()
         #: The facts' reads kept while nothing is written (svc.storage.memo). Embedded only.
         self.memo = ReadMemo(0 if settings.clickhouse_url else settings.read_memo_entries)
         #: The settings of every read (see READ_SETTINGS), and its memory bound.
@@ -269,12 +180,6 @@ class EventStore:
         #: What bounds the memory of a report's query under a Read (not of an export's, nor
         #: of the service's own reads: a rollup must not fail for its size).
         self.read_memory = memory_bound(settings.read_memory_limit_mb)
-        #: The handles of the reads admitted by the read scheduler (svc.reads.scheduler).
-        self.read_handles = ReadHandles(
-            settings.effective_read_slots,
-            self._read_handle,
-            own_handles=not settings.clickhouse_url,
-        )
 
     def note_write(self) -> None:
         """Count a write to the store that has returned: the runtime's rollup pass is skipped
@@ -284,79 +189,33 @@ class EventStore:
 
     @property
     def client(self) -> Client:
-        if self._client is None:
-            with self._connect_lock:
-                if self._client is None:
-                    self._client = self._watched(connect(self.settings))
-        return self._client
+        """The main client (:attr:`Handles.client`)."""
+        return self.handles.client
 
     @property
     def insert_client(self) -> Client:
-        """The client of the loader's inserts: see :meth:`_own_handle`. A query then waits for
-        no insert, nor an insert for a query: GET /metrics while batches of 100 were loaded,
-        p50 144-158 -> 81-86 ms, p90 193-211 -> 114-117 ms (docs/benchmarks.md, Queries)."""
-        return self._own_handle("insert")
+        """The loader's client (:attr:`Handles.insert_client`)."""
+        return self.handles.insert_client
 
     @property
     def export_client(self) -> Client:
-        """The client of exports: see :meth:`_own_handle`. A Parquet file of 10M events takes
-        ~17 s to write, and on the main client it held every query and insert until done."""
-        return self._own_handle("export")
+        """The exports' client (:attr:`Handles.export_client`)."""
+        return self.handles.export_client
 
-    def _own_handle(self, purpose: str) -> Client:
-        """Embedded, a chDB handle of its own on the same engine, for ``purpose``: a client
-        runs one call at a time, handles run side by side. With a ClickHouse server, the main
-        client (its HTTP pool already serves calls side by side)."""
-        if self.settings.clickhouse_url:
-            return self.client
-        client = self._handles.get(purpose)
-        if client is None:
-            _ = self.client  # the engine is opened (and the data-frame libraries skipped) once
-            with self._connect_lock:
-                client = self._handles.get(purpose)
-                if client is None:
-                    client = self._handles[purpose] = self._watched(connect(self.settings))
-        return client
+    @property
+    def read_handles(self) -> ReadHandles:
+        """The handles of the reads admitted by the read scheduler (svc.reads.scheduler)."""
+        return self.handles.read_handles
 
-    def _read_handle(self) -> Client:
-        """A new handle for :attr:`read_handles` (with a ClickHouse server: the main client,
-        whose HTTP pool serves calls side by side)."""
-        if self.settings.clickhouse_url:
-            return self.client
-        _ = self.client  # the engine is opened (and the data-frame libraries skipped) once
-        return self._watched(connect(self.settings))
-
-    def _watched(self, client: Client) -> Client:
-        """``client``, its calls that may write counted in :attr:`generation` once returned
-        (or failed: they may have written part): every insert, and every command or query
-        whose SQL does not begin as one that writes nothing (a read, the allocator's purge
-        after reads, a ``KILL QUERY``): ``INSERT ... SELECT`` through ``query`` counts."""
-
-        def watched(call: Callable[..., Any], inserts: bool) -> Callable[..., Any]:
-            def counted(*args: Any, **kwargs: Any) -> Any:
-                try:
-                    return call(*args, **kwargs)
-                finally:
-                    sql = args[0] if args else kwargs.get("query")
-                    if inserts or not _READ_SQL.match(str(sql)):
-                        with self._generation_lock:
-                            self.generation += 1
-
-            return counted
-
-        inserts = ("insert", "raw_insert", "data_insert")
-        for name in (*inserts, "command", "query", "raw_query", "raw_stream"):
-            setattr(client, name, watched(getattr(client, name), name in inserts))
-        return client
+    @property
+    def generation(self) -> int:
+        """Moves once every call that may write on any handle of this store has returned
+        (:attr:`Handles.generation`): the rows kept in :attr:`memo` serve only while it
+        stands still."""
+        return self.handles.generation
 
     def close(self) -> None:
-        for client in [*self._handles.values(), *self.read_handles.handles(), self._client]:
-            if client is not None and client is not self._client:
-                client.close()
-        if self._client is not None:
-            self._client.close()
-        self._handles.clear()
-        self._client = None
+        self.handles.close()
 
     def migrate(self, from_schema: bool = True) -> list[int]:
         """Apply the SQL files of ``storage/migrations`` not applied yet, in order; or, to a
@@ -671,7 +530,7 @@ class EventStore:
         granule of a table: 8,192 rows): a block whose filter is expensive (a regular
         expression over long paths) is finished first."""
         read.cancelled = True
-        client = self.client if self.settings.clickhouse_url else self._own_handle("control")
+        client = self.client if self.settings.clickhouse_url else self.handles.own("control")
         where = f"Settings['log_comment'] = '{read.comment}'"
         for pause in _KILL_PAUSES:
             try:
@@ -702,7 +561,7 @@ class EventStore:
         handle (:meth:`_read_client`), the others each on a handle of its own: under a
         :class:`Read` with a lent handle, the read pool's spares while one is free (the rest
         then one after another on the read's handle); otherwise the store's own ``read-<i>``
-        handles (see :meth:`_own_handle`). A report made of two queries (a time series, GET
+        handles (see :meth:`Handles.own`). A report made of two queries (a time series, GET
         /metrics over rolled-up days) then takes about the longer of them instead of their
         sum when one alone leaves a core idle."""
         if len(statements) == 1:
@@ -710,7 +569,7 @@ class EventStore:
         read = _CURRENT_READ.get()
         if read is not None and read.handle is not None:
             return self._together_lent(read.handle, statements)
-        clients = [self.client, *(self._own_handle(f"read-{i}") for i in range(1, len(statements)))]
+        clients = [self.client, *(self.handles.own(f"read-{i}") for i in range(1, len(statements)))]
         return self._together_on(clients, statements)
 
     def _together_lent(
@@ -815,9 +674,7 @@ class EventStore:
             )
 
     def ping_ms(self) -> float:
-        started = time.perf_counter()
-        self.client.query("SELECT 1")
-        return (time.perf_counter() - started) * 1000
+        return self.handles.ping_ms()
 
 
 #: EventStore.stop_read: after each kill, how long to wait for the read to end before the next.
@@ -857,13 +714,6 @@ def memory_bound(limit_mb: int) -> dict[str, Any]:
         "max_bytes_before_external_sort": spill,
     }
 
-
-#: The start of SQL that writes nothing to the tables (a command or query whose SQL starts
-#: otherwise may write).
-_READ_SQL = re.compile(
-    r"\s*\(*\s*(SELECT|WITH|SHOW|DESCRIBE|DESC|EXPLAIN|EXISTS|SYSTEM\s+JEMALLOC|KILL\s+QUERY)\b",
-    re.IGNORECASE,
-)
 
 #: Migrations after which a derived table is written from the stored events (the sessions
 #: table, the session pages, the event hours, the report events).
