@@ -6,31 +6,22 @@ One schema and one SQL for every deployment: the embedded default is chDB in
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import functools
-import logging
-import re
 import threading
-import time
-import uuid
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import Any, TypeVar
 
 from clickhouse_connect.driver.client import Client
-from clickhouse_connect.driver.exceptions import Error as ClickHouseError
 
-from svc.errors import ApiError, Busy, InvalidRequest
 from svc.schema.measurements import COUNTED_SQL
 from svc.schema.row import EVENT_COLUMNS as EVENT_COLUMNS
 from svc.schema.row import EventRow as EventRow
 from svc.settings import Settings
 from svc.storage import schema
+from svc.storage.exports import Exports
 from svc.storage.handles import CHDB_OPTIONS as CHDB_OPTIONS
 from svc.storage.handles import EMBEDDED_ALLOCATOR_CONF as EMBEDDED_ALLOCATOR_CONF
 from svc.storage.handles import Handles
@@ -38,6 +29,17 @@ from svc.storage.handles import connect as connect
 from svc.storage.handles import skip_data_frame_libraries as skip_data_frame_libraries
 from svc.storage.memo import ReadMemo
 from svc.storage.read_handles import ReadHandles
+from svc.storage.reads import EMBEDDED_READ_SETTINGS as EMBEDDED_READ_SETTINGS
+from svc.storage.reads import READ_SETTINGS as READ_SETTINGS
+from svc.storage.reads import QueryTimeout as QueryTimeout
+from svc.storage.reads import Read as Read
+from svc.storage.reads import ReadCancelled as ReadCancelled
+from svc.storage.reads import Reads
+from svc.storage.reads import memory_bound as memory_bound
+from svc.storage.reads import timeout_error as timeout_error
+from svc.storage.release import HEAVY_READ_S as HEAVY_READ_S
+from svc.storage.release import READS_IDLE_S as READS_IDLE_S
+from svc.storage.release import MemoryRelease
 from svc.storage.tables import (
     EVENT_HOURS_TABLE,
     EVENTS_TABLE,
@@ -51,87 +53,7 @@ from svc.storage.tables import (
     SESSIONS_TABLE,
 )
 
-log = logging.getLogger(__name__)
-
 T = TypeVar("T")
-
-#: ClickHouse error codes a request's read answers for itself (see EventStore._read_call).
-TIMEOUT_EXCEEDED = 159
-QUERY_WAS_CANCELLED = 394
-CANNOT_COMPILE_REGEXP = 427
-MEMORY_LIMIT_EXCEEDED = 241
-
-
-class QueryTimeout(ApiError):
-    """A request's reads ran past ``SVC_QUERY_TIMEOUT_SECONDS``; the store stopped them."""
-
-    status, code = 504, "query_timeout"
-
-
-class ReadCancelled(Exception):
-    """The reads of a request whose client went away were stopped
-    (:meth:`EventStore.stop_read`)."""
-
-
-@dataclass(eq=False)
-class Read:
-    """The queries of one request (a report, an export), so that the store can bound and
-    stop them together. Every query run under it (:meth:`run`, in the thread that runs the
-    report) carries the setting ``log_comment`` = :attr:`comment`, by which
-    :meth:`EventStore.stop_read` finds it in ``system.processes`` to ``KILL QUERY`` it (chDB
-    drops a ``query_id``, and the query text there is reformatted, without comments); with
-    ``timeout_s``, each query gets ``max_execution_time`` = what is left of that time since
-    the read began, and none starts once it is spent."""
-
-    timeout_s: float | None = None
-    #: the store handle its queries run on (lent by :attr:`EventStore.read_handles`); None:
-    #: the store's main handle
-    handle: Client | None = None
-    id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    started: float = field(default_factory=time.monotonic)
-    cancelled: bool = False
-    _running: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _idle: threading.Condition = field(init=False)
-
-    def __post_init__(self) -> None:
-        self._idle = threading.Condition(self._lock)
-
-    @property
-    def comment(self) -> str:
-        """The ``log_comment`` of every query of this read (hex digits: safe in SQL); also
-        in ``system.query_log`` of a ClickHouse server."""
-        return f"svc-read {self.id}"
-
-    def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)`` with this read current (its queries tagged, bounded, stoppable)."""
-        token = _CURRENT_READ.set(self)
-        with self._lock:
-            self._running += 1
-        try:
-            return fn(*args)
-        finally:
-            _CURRENT_READ.reset(token)
-            with self._lock:
-                self._running -= 1
-                self._idle.notify_all()
-
-    def seconds_left(self) -> float | None:
-        if self.timeout_s is None:
-            return None
-        return self.timeout_s - (time.monotonic() - self.started)
-
-    def wait_idle(self, timeout: float) -> bool:
-        """Wait until no call of :meth:`run` is under way (at most ``timeout`` s)."""
-        with self._lock:
-            return self._idle.wait_for(lambda: self._running == 0, timeout)
-
-
-_CURRENT_READ: contextvars.ContextVar[Read | None] = contextvars.ContextVar(
-    "svc_read", default=None
-)
-
-_RE2_ERROR = re.compile(r"cannot compile re2: (.*), error: (.*?)\.?(?: \(CANNOT_COMPILE|$)", re.S)
 
 
 def ch_time(ms: int) -> str:
@@ -165,21 +87,13 @@ class EventStore:
         #: sessions until it is rolled up again. (Between processes sharing a ClickHouse
         #: server, that later recomputation is what makes it right.)
         self.write_lock = threading.Lock()
-        self._last_read_end = 0.0  # see release_memory_after_read
-        self._release_pending = False
-        self._release_lock = threading.Lock()
         #: How many writes of this process reached the store (see :meth:`note_write`).
         self.writes = 0
         #: The facts' reads kept while nothing is written (svc.storage.memo). Embedded only.
         self.memo = ReadMemo(0 if settings.clickhouse_url else settings.read_memo_entries)
-        #: The settings of every read (see READ_SETTINGS), and its memory bound.
-        self.read_settings = {
-            **READ_SETTINGS,
-            **({} if settings.clickhouse_url else EMBEDDED_READ_SETTINGS),
-        }
-        #: What bounds the memory of a report's query under a Read (not of an export's, nor
-        #: of the service's own reads: a rollup must not fail for its size).
-        self.read_memory = memory_bound(settings.read_memory_limit_mb)
+        self.reads = Reads(self.handles)
+        self.release = MemoryRelease(self.handles)
+        self.exports = Exports(self.handles, self.reads)
 
     def note_write(self) -> None:
         """Count a write to the store that has returned: the runtime's rollup pass is skipped
@@ -432,46 +346,17 @@ class EventStore:
             },
         )
 
-    def release_memory(self) -> None:
-        """Hand the memory the embedded engine freed back to the system (its allocator keeps
-        freed pages for reuse: ~150 MB after a few inserts of 8 MiB segments). A no-op with
-        a ClickHouse server, which manages its own memory."""
-        if not self.settings.clickhouse_url:
-            self.client.command("SYSTEM JEMALLOC PURGE")
+    # reads ----------------------------------------------------------------------------------
 
-    def release_memory_after_read(self, elapsed_s: float) -> None:
-        """After a read that took ``elapsed_s``: when it was a heavy one (HEAVY_READ_S or
-        more), hand the memory the engine freed back to the system once no read has ended for
-        READS_IDLE_S, in the background (embedded; not when ``store_memory_release_seconds``
-        is 0). A report over 10M events leaves the engine's allocator holding ~550 MB (a
-        breakdown by event name: RSS 847 -> 289 MB after the purge, which takes ~23 ms); a
-        report right after a purge takes ~4 % longer, so reads in a burst (a dashboard's)
-        are left to reuse it and the purge waits for the pause after them."""
-        now = time.monotonic()
-        self._last_read_end = now
-        if self.settings.clickhouse_url or not self.settings.store_memory_release_seconds:
-            return
-        if elapsed_s < HEAVY_READ_S:
-            return
-        with self._release_lock:
-            if self._release_pending:
-                return
-            self._release_pending = True
-        threading.Thread(target=self._release_when_idle, name="svc-release", daemon=True).start()
+    @property
+    def read_settings(self) -> dict[str, Any]:
+        """The settings of every read (:attr:`Reads.read_settings`)."""
+        return self.reads.read_settings
 
-    def _release_when_idle(self) -> None:
-        try:
-            while (wait := self._last_read_end + READS_IDLE_S - time.monotonic()) > 0:
-                time.sleep(wait)
-            self._release_quietly()
-        finally:
-            self._release_pending = False
-
-    def _release_quietly(self) -> None:
-        try:
-            self.release_memory()
-        except Exception as exc:  # only memory: never fail for it
-            log.debug("could not release the store's memory: %s", exc)
+    @property
+    def read_memory(self) -> dict[str, Any]:
+        """What bounds the memory of a report's query (:attr:`Reads.read_memory`)."""
+        return self.reads.read_memory
 
     def query(
         self,
@@ -479,189 +364,44 @@ class EventStore:
         parameters: dict[str, Any] | None = None,
         settings: dict[str, Any] | None = None,
     ) -> Sequence[Sequence[Any]]:
-        """Rows of a parameterised SELECT (``{name:Type}`` placeholders, bound server-side)."""
-        sql, all_settings = self._under_read(
-            sql, {**self.read_settings, **(settings or {})}, bounded=True
-        )
-        with _read_errors():
-            result = self._read_client().query(
-                sql, parameters=parameters or {}, settings=all_settings
-            )
-        return result.result_rows
+        return self.reads.query(sql, parameters, settings)
 
     def query_named(
         self, sql: str, parameters: dict[str, Any] | None = None
     ) -> list[dict[str, Any]]:
-        return self._query_named(self._read_client(), sql, parameters or {}, self.read_settings)
-
-    def _read_client(self) -> Client:
-        """The handle of the current :class:`Read` (lent to it), else the main one."""
-        read = _CURRENT_READ.get()
-        return read.handle if read is not None and read.handle is not None else self.client
-
-    def _under_read(
-        self, sql: str, settings: dict[str, Any], bounded: bool = False
-    ) -> tuple[str, dict[str, Any]]:
-        """``sql`` and ``settings`` of a query run under the current :class:`Read`, if any:
-        tagged with its comment, bounded by the time it has left and, when ``bounded`` (a
-        report's query, not an export's), by :attr:`read_memory`. Raises ReadCancelled once
-        it was stopped, QueryTimeout once its time is spent."""
-        read = _CURRENT_READ.get()
-        if read is None:
-            return sql, settings
-        if bounded:
-            settings = {**settings, **self.read_memory}
-        if read.cancelled:
-            raise ReadCancelled(read.id)
-        left = read.seconds_left()
-        if left is not None:
-            if left <= 0:
-                raise timeout_error(read)
-            settings = {**settings, "max_execution_time": round(max(left, 0.001), 3)}
-        return sql, {**settings, "log_comment": read.comment}
-
-    def stop_read(self, read: Read) -> bool:
-        """Stop the queries of ``read``: none starts from now on, and those under way are
-        killed (``KILL QUERY``, on a handle of its own: the read's may be busy with them),
-        again after a pause while a call of the read is under way (a query may have been
-        starting as the first kill ran). Whether the read is idle after ~1.5 s. Blocking.
-
-        ClickHouse takes a kill, like ``max_execution_time``, between blocks of rows (a
-        granule of a table: 8,192 rows): a block whose filter is expensive (a regular
-        expression over long paths) is finished first."""
-        read.cancelled = True
-        client = self.client if self.settings.clickhouse_url else self.handles.own("control")
-        where = f"Settings['log_comment'] = '{read.comment}'"
-        for pause in _KILL_PAUSES:
-            try:
-                client.command(f"KILL QUERY WHERE {where} ASYNC")
-            except Exception as exc:  # the read then ends on its own
-                log.warning("could not stop the queries of read %s: %s", read.id, exc)
-                return False
-            if read.wait_idle(pause):
-                return True
-        return False
-
-    def stop_read_soon(self, read: Read) -> None:
-        """:meth:`stop_read` in a thread of its own (not a worker of the event loop's pool,
-        which the read itself may be holding with others)."""
-
-        def stop() -> None:
-            try:
-                self.stop_read(read)
-            except Exception:
-                log.exception("stopping read %s failed", read.id)
-
-        threading.Thread(target=stop, name="svc-stop-read", daemon=True).start()
+        return self.reads.query_named(sql, parameters)
 
     def query_named_together(
         self, *statements: tuple[str, dict[str, Any]]
     ) -> list[list[dict[str, Any]]]:
-        """The rows of several independent reads, run side by side: the first on the read's
-        handle (:meth:`_read_client`), the others each on a handle of its own: under a
-        :class:`Read` with a lent handle, the read pool's spares while one is free (the rest
-        then one after another on the read's handle); otherwise the store's own ``read-<i>``
-        handles (see :meth:`Handles.own`). A report made of two queries (a time series, GET
-        /metrics over rolled-up days) then takes about the longer of them instead of their
-        sum when one alone leaves a core idle."""
-        if len(statements) == 1:
-            return [self.query_named(*statements[0])]
-        read = _CURRENT_READ.get()
-        if read is not None and read.handle is not None:
-            return self._together_lent(read.handle, statements)
-        clients = [self.client, *(self.handles.own(f"read-{i}") for i in range(1, len(statements)))]
-        return self._together_on(clients, statements)
+        return self.reads.query_named_together(*statements)
 
-    def _together_lent(
-        self, own: Client, statements: Sequence[tuple[str, dict[str, Any]]]
-    ) -> list[list[dict[str, Any]]]:
-        """:meth:`query_named_together` on ``own`` and the spare handles free now."""
-        spares: list[Client] = []
-        for _ in statements[1:]:
-            spare = self.read_handles.try_spare()
-            if spare is None:
-                break
-            spares.append(spare)
-        failed = False
-        try:
-            if not spares:
-                return [self._query_named(own, *st, self.read_settings) for st in statements]
-            # the statements the spares cannot take run after the first, on the read's handle
-            side = len(spares)
-            together = self._together_on([own, *spares], statements[: side + 1])
-            rest = [
-                self._query_named(own, *st, self.read_settings) for st in statements[side + 1 :]
-            ]
-            return [*together, *rest]
-        except BaseException:
-            failed = True
-            raise
-        finally:
-            for spare in spares:
-                if failed:  # a query cut off may have left its rest on the handle
-                    self.read_handles.discard(spare, spare=True)
-                else:
-                    self.read_handles.give_back_spare(spare)
+    def stop_read(self, read: Read) -> bool:
+        return self.reads.stop_read(read)
 
-    def _together_on(
-        self, clients: Sequence[Client], statements: Sequence[tuple[str, dict[str, Any]]]
-    ) -> list[list[dict[str, Any]]]:
-        """Statement i on client i, the first in this thread, the others side by side."""
-        with ThreadPoolExecutor(max_workers=len(statements) - 1) as pool:
-            others = [  # each in a copy of this context: the same Read
-                pool.submit(
-                    contextvars.copy_context().run,
-                    self._query_named,
-                    client,
-                    sql,
-                    params,
-                    self.read_settings,
-                )
-                for client, (sql, params) in zip(clients[1:], statements[1:], strict=True)
-            ]
-            first = self._query_named(clients[0], *statements[0], self.read_settings)
-            return [first, *(future.result() for future in others)]
+    def stop_read_soon(self, read: Read) -> None:
+        self.reads.stop_read_soon(read)
 
-    def _query_named(
-        self, client: Client, sql: str, parameters: dict[str, Any], settings: dict[str, Any]
-    ) -> list[dict[str, Any]]:
-        sql, settings = self._under_read(sql, settings, bounded=True)
-        with _read_errors():
-            result = client.query(sql, parameters=parameters, settings=settings)
-        names = result.column_names
-        return [dict(zip(names, row, strict=True)) for row in result.result_rows]
+    def release_memory(self) -> None:
+        self.release.release_memory()
+
+    def release_memory_after_read(self, elapsed_s: float) -> None:
+        self.release.release_memory_after_read(elapsed_s)
+
+    # exports --------------------------------------------------------------------------------
 
     @property
     def streams_results(self) -> bool:
-        """Whether :meth:`stream_raw` streams (a ClickHouse server) or answers in one piece
-        (chDB: a streamed result would hold its connection, and every other query and insert,
-        until the reader has taken it all)."""
-        return bool(self.settings.clickhouse_url)
+        return self.exports.streams_results
 
     def stream_raw(self, sql: str, parameters: dict[str, Any], fmt: str) -> Iterator[bytes]:
-        """The result of an export query in a ClickHouse output format, in chunks."""
-        if self.streams_results:
-            sql, settings = self._under_read(sql, {})
-            with _read_errors():
-                yield from self.export_client.raw_stream(
-                    sql, parameters=parameters, settings=settings, fmt=fmt
-                )
-        else:
-            yield self.raw_query(sql, parameters, fmt)
+        return self.exports.stream_raw(sql, parameters, fmt)
 
     def export_command(self, sql: str, parameters: dict[str, Any]) -> None:
-        """Run an export statement that returns nothing (``INTO OUTFILE``)."""
-        sql, settings = self._under_read(sql, {})
-        with _read_errors():
-            self.export_client.command(sql, parameters=parameters, settings=settings)
+        self.exports.export_command(sql, parameters)
 
     def raw_query(self, sql: str, parameters: dict[str, Any], fmt: str) -> bytes:
-        """The whole result of an export query in a ClickHouse output format."""
-        sql, settings = self._under_read(sql, {})
-        with _read_errors():
-            return self.export_client.raw_query(
-                sql, parameters=parameters, settings=settings, fmt=fmt
-            )
+        return self.exports.raw_query(sql, parameters, fmt)
 
     @_writes
     def delete_project(self, project_id: str) -> None:
@@ -675,44 +415,6 @@ class EventStore:
 
     def ping_ms(self) -> float:
         return self.handles.ping_ms()
-
-
-#: EventStore.stop_read: after each kill, how long to wait for the read to end before the next.
-_KILL_PAUSES = (0.1, 0.3, 1.0)
-
-#: A read that takes this long or longer is followed by a release of memory (embedded), once
-#: no read has ended for READS_IDLE_S (EventStore.release_memory_after_read).
-HEAVY_READ_S = 0.2
-READS_IDLE_S = 1.0
-
-#: Reads that would hold more than this in a GROUP BY or a sort spill to disk instead: the
-#: service shares its memory with ingestion (docs/benchmarks.md, Memory).
-READ_SETTINGS: dict[str, Any] = {
-    "max_bytes_before_external_group_by": 300_000_000,
-    "max_bytes_before_external_sort": 300_000_000,
-}
-#: On the embedded store (2 cores measured): a GROUP BY is not split into 256 buckets because
-#: its states pass 50 MB (ClickHouse's default), only because it has many keys (over 100,000).
-#: A report with few rows but exact visitor sets over millions of sessions (sources of the
-#: sessions with a page matching a filter: 311 rows, 2.2M visitors) took 835 ms in buckets,
-#: 644 ms without; the other reports the same within the noise. It still spills to disk
-#: past max_bytes_before_external_group_by (in buckets then).
-EMBEDDED_READ_SETTINGS: dict[str, Any] = {"group_by_two_level_threshold_bytes": 0}
-
-
-def memory_bound(limit_mb: int) -> dict[str, Any]:
-    """The settings that bound one read's memory to ``limit_mb`` (0: none): the store stops
-    it past that (``max_memory_usage``; answered 503 busy), and a GROUP BY or sort goes on
-    disk past half of it (or past READ_SETTINGS' bound, the lower)."""
-    if limit_mb <= 0:
-        return {}
-    limit = limit_mb * 1024 * 1024
-    spill = min(limit // 2, READ_SETTINGS["max_bytes_before_external_group_by"])
-    return {
-        "max_memory_usage": limit,
-        "max_bytes_before_external_group_by": spill,
-        "max_bytes_before_external_sort": spill,
-    }
 
 
 #: Migrations after which a derived table is written from the stored events (the sessions
@@ -745,46 +447,6 @@ _SESSION_ENTRY_COLUMNS = (
     "os_version",
     "device",
 )
-
-
-def timeout_error(read: Read) -> QueryTimeout:
-    return QueryTimeout(
-        f"the report took longer than {read.timeout_s:g} s (SVC_QUERY_TIMEOUT_SECONDS) and was "
-        "stopped; ask for a shorter range or fewer filters"
-    )
-
-
-@contextlib.contextmanager
-def _read_errors() -> Iterator[None]:
-    """Under a :class:`Read`, the store's refusals that are the request's to hear, as
-    answers: past its time, a 504 ``query_timeout``; stopped (its client went away),
-    ReadCancelled; a regular expression RE2 cannot compile (only the ``matches`` filters
-    send one), a 400 naming ``filter``. Anything else stays an error of the service."""
-    try:
-        yield
-    except ClickHouseError as exc:
-        read = _CURRENT_READ.get()
-        if read is None:
-            raise
-        code = getattr(exc, "code", None)
-        if code == TIMEOUT_EXCEEDED:
-            raise timeout_error(read) from exc
-        if code == QUERY_WAS_CANCELLED and read.cancelled:
-            raise ReadCancelled(read.id) from exc
-        if code == MEMORY_LIMIT_EXCEEDED:
-            raise Busy(
-                "the read needed more memory than one read may take (SVC_READ_MEMORY_LIMIT_MB): "
-                "narrow the range or the filters, or retry when the store is quieter",
-                headers={"Retry-After": "5"},
-            ) from exc
-        if code == CANNOT_COMPILE_REGEXP:
-            found = _RE2_ERROR.search(str(exc))
-            why = f"{found.group(1)!r}: {found.group(2)}" if found else "refused"
-            raise InvalidRequest(
-                f"`filter`: not a regular expression the store (RE2) accepts: {why}",
-                field="filter",
-            ) from exc
-        raise
 
 
 def _statements(sql: str) -> list[str]:
