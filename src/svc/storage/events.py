@@ -2,6 +2,8 @@
 
 - :mod:`svc.storage.handles`: the connection, the handles of its own a part runs on, the
   read-handle pool (:mod:`svc.storage.read_handles`), the write generation;
+- :mod:`svc.storage.migrate`: the schema migrations (``storage/migrations``, a side effect
+  beside the migration that has one);
 - :mod:`svc.storage.rebuilds`: the derived tables written anew from the stored events;
 - :mod:`svc.storage.writes`: the loader's inserts and the count of writes;
 - :mod:`svc.storage.reads`: a request's reads bounded and stopped together, the queries;
@@ -11,18 +13,15 @@
 - :mod:`svc.storage.tables`: the names of the tables the store writes.
 
 :class:`EventStore` holds one of each and passes every call to the part that owns it, so that
-the rest of the service holds one store; the schema migrations are its own still. One schema
-and one SQL for every deployment: the embedded default is chDB in ``<data dir>/events``;
-``SVC_CLICKHOUSE_URL`` points the same code at a server.
+the rest of the service holds one store. One schema and one SQL for every deployment: the
+embedded default is chDB in ``<data dir>/events``; ``SVC_CLICKHOUSE_URL`` points the same
+code at a server.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
-from importlib import resources
-from importlib.resources.abc import Traversable
 from typing import Any
 
 from clickhouse_connect.driver.client import Client
@@ -30,7 +29,6 @@ from clickhouse_connect.driver.client import Client
 from svc.schema.row import EVENT_COLUMNS as EVENT_COLUMNS
 from svc.schema.row import EventRow as EventRow
 from svc.settings import Settings
-from svc.storage import schema
 from svc.storage.deletion import Deletion
 from svc.storage.exports import Exports
 from svc.storage.handles import CHDB_OPTIONS as CHDB_OPTIONS
@@ -39,6 +37,7 @@ from svc.storage.handles import Handles
 from svc.storage.handles import connect as connect
 from svc.storage.handles import skip_data_frame_libraries as skip_data_frame_libraries
 from svc.storage.memo import ReadMemo
+from svc.storage.migrate import Migrations
 from svc.storage.read_handles import ReadHandles
 from svc.storage.reads import EMBEDDED_READ_SETTINGS as EMBEDDED_READ_SETTINGS
 from svc.storage.reads import READ_SETTINGS as READ_SETTINGS
@@ -69,6 +68,7 @@ class EventStore:
         self.exports = Exports(self.handles, self.reads)
         self.rebuilds = Rebuilds(self.handles, self.writer)
         self.deletion = Deletion(self.handles, self.writer)
+        self.migrations = Migrations(self.handles, self.rebuilds)
         #: The facts' reads kept while nothing is written (svc.storage.memo). Embedded only.
         self.memo = ReadMemo(0 if settings.clickhouse_url else settings.read_memo_entries)
 
@@ -131,83 +131,7 @@ class EventStore:
     # migrations and rebuilds ----------------------------------------------------------------
 
     def migrate(self, from_schema: bool = True) -> list[int]:
-        """Apply the SQL files of ``storage/migrations`` not applied yet, in order; or, to a
-        new store (no table, no version recorded), the tables they make at once
-        (svc.storage.schema), unless ``from_schema`` is False."""
-        client = self.client
-        client.command(
-            "CREATE TABLE IF NOT EXISTS svc_migrations (version UInt32, name String, "
-            "applied_at DateTime64(3, 'UTC')) ENGINE = MergeTree ORDER BY version"
-        )
-        done = {int(r[0]) for r in client.query("SELECT version FROM svc_migrations").result_rows}
-        files = sorted(
-            (
-                f
-                for f in resources.files("svc.storage.migrations").iterdir()
-                if f.name.endswith(".sql")
-            ),
-            key=lambda f: f.name,
-        )
-        pending = [(int(f.name.split("_", 1)[0]), f) for f in files]
-        pending = [(v, f) for v, f in pending if v not in done]
-        begun = done == {schema.BEGUN}  # a start that stopped while it created them
-        if from_schema and pending and (begun or (not done and schema.is_empty(client))):
-            tables = schema.text()
-            # a file older than the last migration is passed over (its test says so)
-            if schema.version(tables) == pending[-1][0]:
-                if not begun:  # recorded first: the tables made from here on are the file's
-                    self._record([(schema.BEGUN, schema.file())])
-                for statement in _statements(tables):  # IF NOT EXISTS: again after a crash
-                    client.command(statement)
-                return self._record(pending)
-        for _, f in pending:
-            for statement in _statements(f.read_text()):
-                client.command(statement)  # every statement may run again after a crash
-        # The derived tables are rebuilt once every table exists, before the versions are
-        # recorded: a crash in between runs the migrations (idempotent) and the rebuild again.
-        versions = {v for v, _ in pending}
-        if versions & _REBUILD_SESSIONS_AFTER:
-            self.rebuild_sessions()  # and the (session, page) rows
-        elif versions & _REBUILD_SESSION_PAGES_AFTER:
-            # keyed as the materialized views keyed the sessions they fed
-            self.rebuild_session_pages(day="toDate(min(session_start))")
-        if versions & _REBUILD_EVENT_HOURS_AFTER:
-            self.rebuild_event_hours()
-        if versions & _REBUILD_REPORT_EVENTS_AFTER:
-            self.rebuild_report_events()
-        if versions & _RESORT_ROLLED_SESSIONS_AFTER:
-            self.resort_rolled_sessions()
-        return self._record(pending)
-
-    def _record(self, applied: list[tuple[int, Traversable]]) -> list[int]:
-        """Record the migrations ``applied`` (version, file), in one insert."""
-        if applied:
-            now = datetime.now(UTC)
-            self.client.insert(
-                "svc_migrations",
-                [[version, f.name, now] for version, f in applied],
-                column_names=["version", "name", "applied_at"],
-            )
-        return [version for version, _ in applied]
-
-    def resort_rolled_sessions(self) -> None:
-        """Give ``rolled_sessions`` the sorting key of ``rolled_sessions_resorted``
-        (migrations/015): copy its rows there and exchange the two tables, unless its key
-        has the country already (the exchange was done before a crash, or the table is new).
-        Each step may run again after a crash: the copy starts from an empty table."""
-        try:
-            client = self.client
-            key = client.query(
-                "SELECT sorting_key FROM system.tables "
-                "WHERE database = currentDatabase() AND name = 'rolled_sessions'"
-            ).result_rows[0][0]
-            if "country" not in key:
-                client.command("TRUNCATE TABLE rolled_sessions_resorted")
-                client.command("INSERT INTO rolled_sessions_resorted SELECT * FROM rolled_sessions")
-                client.command("EXCHANGE TABLES rolled_sessions AND rolled_sessions_resorted")
-            client.command("DROP TABLE IF EXISTS rolled_sessions_resorted")
-        finally:
-            self.note_write()
+        return self.migrations.migrate(from_schema)
 
     def rebuild_sessions(self, project_id: str | None = None) -> None:
         self.rebuilds.rebuild_sessions(project_id)
@@ -285,18 +209,3 @@ class EventStore:
 
     def delete_project(self, project_id: str) -> None:
         self.deletion.delete_project(project_id)
-
-
-#: Migrations after which a derived table is written from the stored events (the sessions
-#: table, the session pages, the event hours, the report events).
-_REBUILD_SESSIONS_AFTER = {2}
-_REBUILD_SESSION_PAGES_AFTER = {4}
-_REBUILD_EVENT_HOURS_AFTER = {5}
-_REBUILD_REPORT_EVENTS_AFTER = {6, 8}
-#: The migration after which rolled_sessions is sorted anew (EventStore.resort_rolled_sessions).
-_RESORT_ROLLED_SESSIONS_AFTER = {15}
-
-
-def _statements(sql: str) -> list[str]:
-    lines = [line for line in sql.splitlines() if not line.strip().startswith("--")]
-    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
