@@ -35,7 +35,7 @@ from _common import cold_reads
 from query_bench import MARKER, endpoints
 from svc.app import create_app
 from svc.settings import Settings
-from svc.storage.events import EventStore
+from svc.storage.reads import Reads
 
 
 @dataclass
@@ -49,7 +49,7 @@ class Step:
 
 
 class Recorder:
-    """Records the statements the store runs (EventStore's query methods, patched)."""
+    """Records the statements the store runs (the store's query methods, patched)."""
 
     def __init__(self) -> None:
         self.steps: list[Step] = []
@@ -68,20 +68,21 @@ class Recorder:
 
 @contextmanager
 def recording(recorder: Recorder) -> Iterator[None]:
-    """EventStore's query, query_named and query_named_together, timed into ``recorder``."""
+    """The store's query, query_named and query_named_together (svc.storage.reads.Reads),
+    timed into ``recorder``."""
     originals: dict[str, Callable[..., Any]] = {
-        name: getattr(EventStore, name) for name in ("query", "query_named", "_query_named")
+        name: getattr(Reads, name) for name in ("query", "query_named", "_query_named")
     }
     inside_together = threading.local()
 
-    def query(self: EventStore, sql: str, *a: Any, **k: Any) -> Any:
+    def query(self: Reads, sql: str, *a: Any, **k: Any) -> Any:
         began = time.perf_counter()
         try:
             return originals["query"](self, sql, *a, **k)
         finally:
             recorder.add(began, sql, False)
 
-    def query_named(self: EventStore, sql: str, *a: Any, **k: Any) -> Any:
+    def query_named(self: Reads, sql: str, *a: Any, **k: Any) -> Any:
         inside_together.plain = True
         began = time.perf_counter()
         try:
@@ -90,7 +91,7 @@ def recording(recorder: Recorder) -> Iterator[None]:
             inside_together.plain = False
             recorder.add(began, sql, False)
 
-    def _query_named(self: EventStore, client: Any, sql: str, *a: Any, **k: Any) -> Any:
+    def _query_named(self: Reads, client: Any, sql: str, *a: Any, **k: Any) -> Any:
         plain = getattr(inside_together, "plain", False)
         began = time.perf_counter()
         try:
@@ -99,14 +100,14 @@ def recording(recorder: Recorder) -> Iterator[None]:
             if not plain:
                 recorder.add(began, sql, True)
 
-    EventStore.query = query  # type: ignore[method-assign]
-    EventStore.query_named = query_named  # type: ignore[method-assign]
-    EventStore._query_named = _query_named  # type: ignore[method-assign]
+    Reads.query = query  # type: ignore[method-assign]
+    Reads.query_named = query_named  # type: ignore[method-assign]
+    Reads._query_named = _query_named  # type: ignore[method-assign]
     try:
         yield
     finally:
         for name, fn in originals.items():
-            setattr(EventStore, name, fn)
+            setattr(Reads, name, fn)
 
 
 def one_line(sql: str, width: int) -> str:

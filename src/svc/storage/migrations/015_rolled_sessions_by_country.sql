@@ -1,4 +1,4 @@
--- The rolled sessions of a day sorted by country (svc.storage.events, resort_rolled_sessions):
+-- The rolled sessions of a day sorted by country (resorted by v015_rolled_sessions_by_country.py):
 -- a report filtered by a country reads that country's granules of each day instead of every
 -- row. The rows of a session dimension's value are spread over the whole day otherwise, and
 -- a filter on it read each day's every rolled session and its page hashes (over 30 days of
