@@ -24,7 +24,7 @@ const KINDS: [string, string][] = [
   ["weekly", "Weekly report"],
   ["monthly", "Monthly report"],
   ["daily", "Daily report"],
-  ["alerts", "Traffic alerts"],
+  ["alerts", "Alerts (traffic and goals)"],
 ];
 
 function kindLabel(kind: string): string {
