@@ -57,7 +57,8 @@ def test_subscriptions_panel(chromium: Any, dashboard_url: str, server: Server) 
 
     panel.get_by_role("button", name="Remove Monthly report for ceo@acme.test").click()
     eventually(
-        lambda: panel.locator("li").all_inner_texts(), ["ops@acme.test: Alerts (traffic and goals)\nRemove"]
+        lambda: panel.locator("li").all_inner_texts(),
+        ["ops@acme.test: Alerts (traffic and goals)\nRemove"],
     )
     assert [s["email"] for s in httpx.get(url, headers=auth).json()["subscriptions"]] == [
         "ops@acme.test"
