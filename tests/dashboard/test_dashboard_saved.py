@@ -218,7 +218,10 @@ def test_saved_goals_and_funnels_screens_and_panels(
     editing.get_by_role("button", name="Save goal").click()
     screen.get_by_text("Pricing pages").wait_for()
     screen.get_by_role("button", name="Delete goal Signups").click()
-    page.keyboard.press("Enter")  # the confirming button has the focus
+    # the question's confirming button takes the focus once drawn; Enter answers it
+    screen.get_by_role("group", name="Delete Signups?").wait_for()
+    eventually(lambda: page.evaluate("() => document.activeElement?.textContent"), "Delete")
+    page.keyboard.press("Enter")
     eventually(lambda: screen.locator("li[data-goal]").count(), 2)
     assert axe_serious(page, "dialog") == []
     page.keyboard.press("Escape")
