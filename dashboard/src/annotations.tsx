@@ -5,7 +5,7 @@
 
 import type { JSX } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import { ConfirmAction } from "./accounts";
+import { EditDelete } from "./saved/actions";
 import type { Api } from "./api";
 import { useQuery } from "./context";
 import { dayLabel, isDay, type Range } from "./dates";
@@ -311,20 +311,11 @@ export function AnnotationList(props: {
                 </span>
                 {editable && (
                   <span class="saved-actions">
-                    <button
-                      type="button"
-                      class="link small"
-                      aria-label={`Edit note of ${dayLabel(a.day, true)}: ${a.text}`}
-                      onClick={() => setEditing(a.id)}
-                    >
-                      Edit
-                    </button>
-                    <ConfirmAction
-                      label="Delete"
-                      name={`Delete note of ${dayLabel(a.day, true)}: ${a.text}`}
+                    <EditDelete
+                      what={`note of ${dayLabel(a.day, true)}: ${a.text}`}
                       question="Delete this note?"
-                      confirm="Delete"
-                      onConfirm={() => remove(a)}
+                      onEdit={() => setEditing(a.id)}
+                      onDelete={() => remove(a)}
                     />
                   </span>
                 )}

@@ -5,7 +5,7 @@
 
 import type { JSX } from "preact";
 import { useState } from "preact/hooks";
-import { ConfirmAction } from "../accounts";
+import { EditDelete } from "./actions";
 import { useQuery } from "../context";
 import { Modal, Note, Field } from "../ui";
 import { canEdit, changed, errorText, savedPath, useSaved, type SavedFunnel } from "./api";
@@ -233,20 +233,11 @@ export function FunnelsScreen(props: { steps: string[]; window: string; onClose:
                   </span>
                   {editable && (
                     <span class="saved-actions">
-                      <button
-                        type="button"
-                        class="link small"
-                        aria-label={`Edit funnel ${f.name}`}
-                        onClick={() => setEditing(f.id)}
-                      >
-                        Edit
-                      </button>
-                      <ConfirmAction
-                        label="Delete"
-                        name={`Delete funnel ${f.name}`}
+                      <EditDelete
+                        what={`funnel ${f.name}`}
                         question={`Delete ${f.name}?`}
-                        confirm="Delete"
-                        onConfirm={() => remove(f)}
+                        onEdit={() => setEditing(f.id)}
+                        onDelete={() => remove(f)}
                       />
                     </span>
                   )}

@@ -4,7 +4,7 @@
 
 import type { JSX } from "preact";
 import { useState } from "preact/hooks";
-import { ConfirmAction } from "../accounts";
+import { EditDelete } from "./actions";
 import { useQuery } from "../context";
 import { Modal, Note, Field } from "../ui";
 import { canEdit, changed, errorText, savedPath, useSaved, type SavedGoal } from "./api";
@@ -227,20 +227,11 @@ export function GoalsScreen(props: { onClose: () => void }): JSX.Element {
                   </span>
                   {editable && (
                     <span class="saved-actions">
-                      <button
-                        type="button"
-                        class="link small"
-                        aria-label={`Edit goal ${g.name}`}
-                        onClick={() => setEditing(g.id)}
-                      >
-                        Edit
-                      </button>
-                      <ConfirmAction
-                        label="Delete"
-                        name={`Delete goal ${g.name}`}
+                      <EditDelete
+                        what={`goal ${g.name}`}
                         question={`Delete ${g.name}?`}
-                        confirm="Delete"
-                        onConfirm={() => remove(g)}
+                        onEdit={() => setEditing(g.id)}
+                        onDelete={() => remove(g)}
                       />
                     </span>
                   )}

@@ -4,7 +4,7 @@
 
 import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { ConfirmAction } from "../accounts";
+import { EditDelete } from "./actions";
 import { useQuery } from "../context";
 import { valueLabel } from "../filterbar";
 import { dimensionLabel, OP_LABELS, parseFilter } from "../filters";
@@ -169,23 +169,12 @@ function SegmentRow(props: {
               Apply
             </button>
             {props.mayChange && (
-              <>
-                <button
-                  type="button"
-                  class="link small"
-                  aria-label={`Edit segment ${s.name}`}
-                  onClick={() => setEditing(true)}
-                >
-                  Edit
-                </button>
-                <ConfirmAction
-                  label="Delete"
-                  name={`Delete segment ${s.name}`}
-                  question={`Delete ${s.name}?`}
-                  confirm="Delete"
-                  onConfirm={remove}
-                />
-              </>
+              <EditDelete
+                what={`segment ${s.name}`}
+                question={`Delete ${s.name}?`}
+                onEdit={() => setEditing(true)}
+                onDelete={remove}
+              />
             )}
           </span>
           {error && (
