@@ -468,8 +468,11 @@ def test_viewer_and_share_link_read_without_changing(
     assert axe_serious(page, "dialog") == []
     page.keyboard.press("Escape")
     page.locator("[data-panel=funnel]").get_by_role("button", name="Saved funnels").click()
-    assert page.get_by_test_id("funnels-screen").get_by_test_id("funnel-form").count() == 0
+    funnels = page.get_by_test_id("funnels-screen")
+    funnels.wait_for()  # open before asking what it lacks, and before Escape closes it
+    assert funnels.get_by_test_id("funnel-form").count() == 0
     page.keyboard.press("Escape")
+    funnels.wait_for(state="hidden")
 
     page.get_by_test_id("segments-button").click()
     screen = page.get_by_test_id("segments-screen")
