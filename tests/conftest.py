@@ -75,7 +75,7 @@ def _estimate(seconds: dict[str, float], file: str) -> float:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The longest test files first, each whole and in its own order: pytest-xdist hands a
-    file to whichever of its two processes is free, and a long file started last kept one
+    file to whichever of its processes is free, and a long file started last kept one
     of them busy for minutes after the other had finished."""
     if not _DURATIONS.exists():
         return

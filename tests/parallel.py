@@ -1,4 +1,4 @@
-"""What keeps the suite safe when it runs in several processes (pytest-xdist, ``-n 2``) and
+"""What keeps the suite safe when it runs in several processes (pytest-xdist, ``-n 3``) and
 next to other runs on the same machine: loopback ports and a PostgreSQL database of one's own.
 
 Contract for tests:
