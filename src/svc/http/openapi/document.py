@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from svc import __version__
-from svc.http.accounts_doc import account_paths
+from svc.http.accounts_paths_doc import account_paths
 from svc.http.dropped_doc import dropped_paths
 from svc.http.mail import openapi_paths as mail_paths
 from svc.http.openapi.ingestion_paths import analytics_path
@@ -91,7 +91,7 @@ def _paths(settings: Settings) -> dict[str, Any]:
         **project_paths(settings, secured),
         **dropped_paths(settings, secured, (_errors, _json, _param)),  # dropped_doc
         **mail_paths(settings, secured, _errors, _param),  # svc.http.mail
-        **account_paths(settings, secured, (_errors, _json, _param, _ref)),  # accounts_doc
+        **account_paths(settings, secured, (_errors, _json, _param, _ref)),  # accounts_paths_doc
         **saved_paths(settings, secured, (_errors, _json, _param)),  # saved_doc
         **sso_paths(settings, (_errors, _json, _param, _ref)),  # sso_doc
         **page_paths(settings),
