@@ -32,7 +32,7 @@ from svc.queries.plan import (
     reads,
     rolled_days,
 )
-from svc.queries.sql import reports
+from svc.queries.sql import breakdowns, goals
 from svc.queries.sql import sessions as sql
 
 JAN = DateRange(date(2026, 1, 10), date(2026, 1, 20), "UTC")
@@ -159,8 +159,8 @@ def test_a_plan_does_not_change() -> None:
         p.params["project"] = "other"  # type: ignore[index]
     before = dict(p.params)
     facts = Facts(long={}, outside=())
-    reports.breakdown(p, facts, dimension("source", "k")[0], "session", "-visitors", 10, 20)
-    reports.goals(p, facts, [("event", "signup")])
+    breakdowns.breakdown(p, facts, dimension("source", "k")[0], "session", "-visitors", 10, 20)
+    goals.goals(p, facts, [("event", "signup")])
     sql.rollup_sums(p, Facts(rolled=((date(2026, 1, 12), 7),)), ["", "source"])
     assert dict(p.params) == before
     bound = p.bound({"by_key": "plan"})

@@ -296,7 +296,7 @@ def test_breakdowns_with_filters_over_rolled_days(fresh_server: Server) -> None:
         ["page:is:/c84571"],
     ):
         for by in ("source", "entry_page", "exit_page", "browser"):
-            # every order for one dimension: one builder orders both paths (reports.breakdown)
+            # every order for one dimension: one builder orders both paths (breakdowns.breakdown)
             orders = ("-visitors", "value", "-avgSessionDuration") if by == "source" else ("",)
             for order in orders:
                 args = {**WIDE, "by": by, **({"order": order} if order else {})}

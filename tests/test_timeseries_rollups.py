@@ -152,14 +152,14 @@ old_cases = json.loads(sys.argv[5])
 for token, data in json.load(sys.stdin):
     store.insert_ndjson(data.encode(), token)
 every = parse_filters(["event:matches:."])
-from svc.queries.sql import reports
-by_hours, used = reports.series_rolled_start_hours, []
+from svc.queries.sql import series
+by_hours, used = series.series_rolled_start_hours, []
 
 def counted(plan, facts, interval):
     used.append(plan.rng.tz)
     return by_hours(plan, facts, interval)
 
-reports.series_rolled_start_hours = counted
+series.series_rolled_start_hours = counted
 
 def read(tag, events_path=False, subset=None):
     out[tag] = {}

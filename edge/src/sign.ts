@@ -1,6 +1,7 @@
 // Signed edge headers: the visitor's address and location, sent by the edge to the origin with
 // an HMAC-SHA256 over the request, keyed with the secret the two share (SVC_EDGE_SECRET).
-// The origin's side is src/svc/http/edge_auth.py; the format is documented in docs/edge.md.
+// The origin's side is src/svc/http/edge_signature.py (checked by edge_auth.py); the format is
+// documented in docs/edge.md.
 
 export const VERSION = 'v1';
 

@@ -16,7 +16,9 @@ from typing import Any
 
 import httpx
 
-from svc.http.edge_auth import EdgeAuth, EdgeSecrets, parse_secrets_file, verify
+from svc.http.edge_auth import EdgeAuth
+from svc.http.edge_keyring import EdgeSecrets, parse_secrets_file
+from svc.http.edge_signature import verify
 from tests.edge.test_signed_headers import signed
 from tests.support import Server
 

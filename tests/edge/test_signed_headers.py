@@ -15,7 +15,9 @@ from typing import Any
 import httpx
 import pytest
 
-from svc.http.edge_auth import WINDOW_SECONDS, EdgeSecrets, ReplayGuard, key_id, sign, verify
+from svc.http.edge_keyring import EdgeSecrets, key_id
+from svc.http.edge_replays import ReplayGuard
+from svc.http.edge_signature import WINDOW_SECONDS, sign, verify
 from tests.conftest import BROWSER_UA
 from tests.edge.support import BIN, EDGE, METRICS_TOKEN, SECRET, require_runtimes
 from tests.support import Server

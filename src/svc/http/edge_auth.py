@@ -29,9 +29,9 @@ the key id the edge sends, are:
   read as any project (what it meant before secrets had scopes);
 - the secrets registered over the API (``POST /projects/{id}/edge-secrets``, kept in the
   metadata store by :mod:`svc.meta.edge_secrets`): that project alone. They are read again
-  every :data:`STORED_SECONDS` (so a revocation through another node of the same metadata
-  store takes effect within that time; through this node, at once) and at once for a key id
-  not known yet (at most once a second).
+  every :data:`~svc.http.edge_keyring.STORED_SECONDS` (so a revocation through another node
+  of the same metadata store takes effect within that time; through this node, at once) and
+  at once for a key id not known yet (at most once a second).
 
 Only then is the request taken as the visitor's: its client address becomes the
 signed address (so the visitor hash, the per-address rate limits and the address-based geo
@@ -57,43 +57,25 @@ HTTPS all the same.
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
-import hmac
-import ipaddress
 import logging
-import os
-import threading
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable, MutableMapping
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from svc.credentials import edge_key_id
 from svc.errors import ApiError, Conflict
 from svc.http.common import error_response
+from svc.http.edge_keyring import SECRETS_FILE, EdgeSecrets
+from svc.http.edge_replays import ReplayGuard
+from svc.http.edge_signature import _PREFIX, WINDOW_SECONDS, EdgeVisitor, verify
 from svc.http.limits import _bearer, _known, _query_param, _resolve
-from svc.ingestion.enrich.geo import Geo, geo_from_headers
 from svc.meta import edge_secrets as stored_secrets
 from svc.settings import Settings
 
 if TYPE_CHECKING:
     from svc.cluster.shared import SharedReplays
 
-__all__ = [
-    "STORED_SECONDS",
-    "WINDOW_SECONDS",
-    "EdgeAuth",
-    "EdgeSecrets",
-    "EdgeVisitor",
-    "ReplayGuard",
-    "key_id",
-    "sign",
-    "verify",
-    "with_edge_auth",
-]
+
+__all__ = ["EdgeAuth", "with_edge_auth"]
 
 log = logging.getLogger(__name__)
 
@@ -102,11 +84,6 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
-#: How far the signature's time may be from the origin's clock (s), either way.
-WINDOW_SECONDS: Final = 120
-VERSION: Final = "v1"
-SECRETS_FILE: Final = "edge-secrets"
-_PREFIX: Final = b"x-svc-edge-"
 _SIGNATURE: Final = b"x-svc-edge-signature"
 # Dropped from a verified request: where else a client or proxy could say who it is.
 _DROPPED: Final = frozenset(
@@ -126,299 +103,6 @@ _DROPPED: Final = frozenset(
         b"cloudfront-viewer-city",
     }
 )
-_RELOAD_SECONDS: Final = 1.0
-#: How old the metadata store's secrets may be before they are read again (s).
-STORED_SECONDS: Final = 5.0
-#: A secret and its scope: the projects it may sign for (None: every project).
-Keyed = tuple[bytes, frozenset[str] | None]
-#: How many signatures :class:`ReplayGuard` keeps at most (measured: 195 bytes each, 39 MB in
-#: all): every signed request of the last 240 s up to about 830 a second, the oldest
-#: forgotten first beyond.
-REPLAY_MEMORY: Final = 200_000
-#: The longest nonce taken (the edge sends 32 hex digits).
-MAX_NONCE: Final = 128
-
-
-#: ``svc_edge_<id>_<random>`` names its key id; any other secret has the id ``''``.
-key_id = edge_key_id
-
-
-@dataclass(frozen=True, slots=True)
-class EdgeVisitor:
-    """What a verified request says of its visitor."""
-
-    address: str
-    geo: Geo | None  # None: no country from the edge (the origin locates the address)
-    scope: frozenset[str] | None = None  # the projects its secret may sign for; None: all
-    signature: bytes = b""  # the request's verified signature (what a replay repeats)
-    ts: int = 0  # its signed time, Unix seconds
-
-
-class ReplayGuard:
-    """The signatures of the verified requests whose time is still within the window: the
-    same signature again is a replay.
-
-    Each is kept until its signed time leaves the window (``ts`` + :data:`WINDOW_SECONDS`;
-    after that :func:`verify` refuses it as stale anyway), in a set and a queue in arrival
-    order; at most ``capacity`` are kept, the oldest forgotten first beyond (counted in
-    :attr:`forgotten_early`: the only way a replay can pass). Not thread-safe: the event loop's
-    alone."""
-
-    def __init__(self, capacity: int = REPLAY_MEMORY) -> None:
-        self.capacity = capacity
-        self.forgotten_early = 0
-        self._seen: set[bytes] = set()
-        self._queue: deque[tuple[float, bytes]] = deque()
-
-    def __len__(self) -> int:
-        return len(self._seen)
-
-    def first(self, signature: bytes, until: float, now: float | None = None) -> bool:
-        """True the first time ``signature`` is offered (then kept until ``until``, Unix
-        seconds), False while it is kept."""
-        t = time.time() if now is None else now
-        queue, seen = self._queue, self._seen
-        while queue and queue[0][0] < t:
-            seen.discard(queue.popleft()[1])
-        if signature in seen:
-            return False
-        while len(queue) >= self.capacity:
-            seen.discard(queue.popleft()[1])
-            self.forgotten_early += 1
-        seen.add(signature)
-        queue.append((until, signature))
-        return True
-
-
-class EdgeSecrets:
-    """The secrets edges may sign with, each with its scope (see the module docstring): the
-    setting's, those of the data directory's ``edge-secrets`` file, read again when it changes
-    (looked at once a second, and at once for a key id it does not know), and those of the
-    metadata store (``stored``: a function that reads them, called in a worker thread by
-    :meth:`refresh`)."""
-
-    def __init__(
-        self,
-        setting: str,
-        path: Path | None = None,
-        stored: Callable[[], list[stored_secrets.EdgeSecret]] | None = None,
-    ) -> None:
-        self._fixed: dict[str, list[Keyed]] = {}
-        for raw in setting.split(","):
-            secret = raw.strip()
-            if secret:
-                self._fixed.setdefault(key_id(secret), []).append((secret.encode(), None))
-        self.path = path
-        self._filed: dict[str, list[Keyed]] = {}
-        self._stamp: tuple[int, int] | None = None
-        self._checked = float("-inf")
-        self._lock = threading.Lock()
-        self.stored = stored
-        self._stored: dict[str, list[Keyed]] = {}
-        self._stored_at = float("-inf")  # when the store was last read (monotonic)
-        self._loading: asyncio.Future[None] | None = None
-
-    def candidates(self, kid: str) -> list[Keyed]:
-        # a key id not known yet may have just been registered: look at the file at once
-        known = kid in self._fixed or kid in self._stored
-        self._reload(force=not known and kid not in self._filed)
-        return self._fixed.get(kid, []) + self._filed.get(kid, []) + self._stored.get(kid, [])
-
-    def configured(self) -> bool:
-        self._reload()
-        return bool(self._fixed or self._filed or self._stored)
-
-    async def refresh(self, kid: str) -> None:
-        """Read the metadata store's secrets again, in a worker thread: waited for when
-        ``kid`` is unknown and they are older than a second (a secret just registered); in the
-        background, the request going on with the secrets known, when they are older than
-        :data:`STORED_SECONDS`. One read at a time; a failed read keeps what was known."""
-        if self.stored is None:
-            return
-        age = time.monotonic() - self._stored_at
-        unknown = kid not in self._fixed and kid not in self._filed and kid not in self._stored
-        wait = unknown and age >= _RELOAD_SECONDS
-        if not wait and age < STORED_SECONDS:
-            return
-        if self._loading is None or self._loading.done():
-            self._loading = asyncio.ensure_future(asyncio.to_thread(self.load_stored))
-        if wait:
-            await asyncio.shield(self._loading)
-
-    def load_stored(self) -> None:
-        """Read the metadata store's secrets now (blocking: a worker thread, or after a
-        registration or revocation through this node, so that it takes effect at once)."""
-        if self.stored is None:
-            return
-        started = time.monotonic()
-        try:
-            records = self.stored()
-        except Exception as exc:  # the store is down, or not migrated yet: keep what is known
-            log.warning("cannot read the edge secrets of the metadata store: %s", exc)
-            self._stored_at = started
-            return
-        stored: dict[str, list[Keyed]] = {}
-        for r in records:
-            stored.setdefault(r.id, []).append((r.secret.encode(), frozenset((r.project_id,))))
-        self._stored, self._stored_at = stored, started
-
-    def _reload(self, force: bool = False) -> None:
-        if self.path is None:
-            return
-        now = time.monotonic()
-        if now - self._checked < _RELOAD_SECONDS and not force:
-            return
-        with self._lock:
-            self._checked = now
-            try:
-                st = os.stat(self.path)
-            except OSError:
-                self._filed, self._stamp = {}, None
-                return
-            stamp = (st.st_mtime_ns, st.st_size)
-            if stamp == self._stamp:
-                return
-            try:
-                text = self.path.read_text(encoding="utf-8")
-            except (OSError, UnicodeError) as exc:
-                log.warning("cannot read the edge secrets in %s: %s", self.path, exc)
-                return
-            self._filed, self._stamp = parse_secrets_file(text), stamp
-
-
-def parse_secrets_file(text: str) -> dict[str, list[Keyed]]:
-    """The secrets of an ``edge-secrets`` file by key id: ``<key id> <secret>
-    <project,project,...|*> [provider] [created]`` (the secret's own key id first, then its
-    scope), or the older ``<secret> [project] [provider] [created]``, which signs for any
-    project. Blank lines and lines starting with ``#`` are skipped."""
-    filed: dict[str, list[Keyed]] = {}
-    for line in text.splitlines():
-        fields = line.split()
-        if not fields or fields[0].startswith("#"):
-            continue
-        if len(fields) >= 3 and fields[0] and key_id(fields[1]) == fields[0]:
-            scope = None if fields[2] == "*" else frozenset(p for p in fields[2].split(",") if p)
-            filed.setdefault(fields[0], []).append((fields[1].encode(), scope))
-        else:
-            filed.setdefault(key_id(fields[0]), []).append((fields[0].encode(), None))
-    return filed
-
-
-def sign(
-    secret: bytes,
-    *,
-    kid: str,
-    ts: str,
-    method: str,
-    target: str,
-    body_sha256: str,
-    authorization: str,
-    user_agent: str,
-    fields: tuple[str, str, str, str],
-    nonce: str = "",
-) -> str:
-    """The hex signature of a request (the edge's ``edge/src/sign.ts``, in Python); the nonce
-    is the last line when there is one."""
-    lines = [
-        f"svc-edge-{VERSION}",
-        kid,
-        ts,
-        method.upper(),
-        target,
-        body_sha256,
-        authorization,
-        user_agent,
-        *fields,
-    ]
-    if nonce:
-        lines.append(nonce)
-    text = "\n".join(lines)
-    return hmac.new(secret, text.encode("utf-8"), hashlib.sha256).hexdigest()
-
-
-def _address(value: str) -> str | None:
-    try:
-        ip = ipaddress.ip_address(value.strip().strip("[]"))
-    except ValueError:
-        return None
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        return str(ip.ipv4_mapped)
-    return str(ip)
-
-
-def verify(
-    secrets: EdgeSecrets,
-    *,
-    method: str,
-    target: str,
-    body: bytes,
-    headers: list[tuple[bytes, bytes]],
-    now: float | None = None,
-) -> EdgeVisitor | None:
-    """The visitor a request's edge headers name, or None unless they verify."""
-    edge: dict[bytes, str] = {}
-    authorization = user_agent = ""
-    for name, value in headers:
-        if name.startswith(_PREFIX):
-            edge.setdefault(name[len(_PREFIX) :], value.decode("latin-1"))
-        elif name == b"authorization" and not authorization:
-            authorization = value.decode("latin-1")
-        elif name == b"user-agent" and not user_agent:
-            user_agent = value.decode("latin-1")
-    version, _, signature = edge.get(b"signature", "").partition("=")
-    ts = edge.get(b"ts", "")
-    nonce = edge.get(b"nonce", "")
-    if version != VERSION or not signature or not ts.isdigit() or len(ts) > 12:
-        return None
-    if len(nonce) > MAX_NONCE:
-        return None
-    if abs((time.time() if now is None else now) - int(ts)) > WINDOW_SECONDS:
-        return None
-    kid = edge.get(b"kid", "")
-    keys = secrets.candidates(kid)
-    if not keys:
-        return None
-    fields = (
-        edge.get(b"ip", ""),
-        edge.get(b"country", ""),
-        edge.get(b"region", ""),
-        edge.get(b"city", ""),
-    )
-    digest = hashlib.sha256(body).hexdigest()
-    matched = False
-    scopes: list[frozenset[str] | None] = []
-    for key, scope in keys:  # every key is tried: the time taken does not tell which matched
-        expected = sign(
-            key,
-            kid=kid,
-            ts=ts,
-            method=method,
-            target=target,
-            body_sha256=digest,
-            authorization=authorization,
-            user_agent=user_agent,
-            fields=fields,
-            nonce=nonce,
-        )
-        if hmac.compare_digest(expected, signature):
-            matched = True
-            scopes.append(scope)
-    if not matched:
-        return None
-    address = _address(fields[0])
-    if address is None:
-        return None
-    geo = None
-    if fields[1]:
-        geo = geo_from_headers(
-            {"cf-ipcountry": fields[1], "cf-region-code": fields[2], "cf-ipcity": fields[3]}
-        )
-    allowed = (
-        None
-        if any(scope is None for scope in scopes)
-        else frozenset().union(*(s for s in scopes if s is not None))
-    )
-    return EdgeVisitor(address, geo, allowed, bytes.fromhex(signature), int(ts))
 
 
 class EdgeAuth:

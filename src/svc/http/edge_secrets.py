@@ -4,7 +4,7 @@ Admin token, or the project's own secret key (scope ``manage``): a key of anothe
 public key or a share key gets 403. A secret registered here signs for that project alone
 (svc.http.edge_auth); it is shown once, in the answer that creates it. Registration and
 revocation take effect on this node at once, on other nodes of the same metadata store
-within svc.http.edge_auth.STORED_SECONDS.
+within svc.http.edge_keyring.STORED_SECONDS.
 """
 
 from __future__ import annotations

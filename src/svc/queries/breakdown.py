@@ -18,14 +18,14 @@ from svc.queries.dimensions import Dimension
 from svc.queries.plan import Facts, Needs, Plan, Query, plan
 from svc.queries.run import Runner
 from svc.queries.shape import session_metrics
-from svc.queries.sql import reports
+from svc.queries.sql import breakdowns as breakdown_sql
 from svc.queries.sql import sessions as session_sql
 from svc.queries.sql.statement import Statement
 from svc.storage.events import EventStore
 
-#: The orders a breakdown may ask for (``-`` for descending): svc.queries.sql.reports sorts
+#: The orders a breakdown may ask for (``-`` for descending): svc.queries.sql.breakdowns sorts
 #: by each.
-ORDERS = tuple(reports.ORDER_COLUMNS)
+ORDERS = tuple(breakdown_sql.ORDER_COLUMNS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +64,7 @@ def parse_page(limit: str | None, offset: str | None, order: str | None) -> Page
 
 
 def rows_kind(p: Plan, dim: Dimension) -> str:
-    """Where the rows of a breakdown by ``dim`` come from (svc.queries.sql.reports.
+    """Where the rows of a breakdown by ``dim`` come from (svc.queries.sql.breakdowns.
     breakdown_rows): ``session``, ``page``, ``event_name`` or ``events``."""
     if dim.level == "session":
         return "session"
@@ -116,7 +116,9 @@ def query_breakdown(
     if kind == "page" and p.event_conditions and facts.matching_hashes is None:
         facts = replace(facts, rolled=(), section=None)  # a collision: no hashes to test
     if not facts.rolled:
-        stmt = reports.breakdown(p, facts, dim, kind, page.order, page.limit, page.offset, only)
+        stmt = breakdown_sql.breakdown(
+            p, facts, dim, kind, page.order, page.limit, page.offset, only
+        )
         return _result(runner.named(stmt), dim, page)
     if facts.page_by is not None:  # the rolled days' pages of one value, from the rollups
         rolled = session_sql.page_by_sums(p, facts)
@@ -126,7 +128,7 @@ def query_breakdown(
     if facts.section is not None:  # the rolled days from the rollups' section rows
         rolled = session_sql.section_sums(p, facts, dim.name)
     elif p.filters:  # the rolled days' sessions, from rolled_sessions
-        rolled = reports.rolled_by_value(p, facts, dim)
+        rolled = breakdown_sql.rolled_by_value(p, facts, dim)
     else:  # the rolled days from the daily rollups
         rolled = session_sql.rollup_sums(p, facts, [dim.name])
     return _with_rolled_days(runner, p, facts, dim, kind, page, rolled, only)
@@ -166,7 +168,7 @@ def _with_rolled_days(
     days, from ``rolled`` (per value, the figures of the session aggregates), run side by
     side and added up by value (every figure adds up over days, visitors too: a visitor is
     a person on one day); then ordered and paged (with ``only``, those values alone)."""
-    rest = reports.by_value(p, facts, dim, kind, only)
+    rest = breakdown_sql.by_value(p, facts, dim, kind, only)
     rest_rows, rolled_rows = runner.together(rest, rolled)
     rows = [*rolled_rows, *rest_rows]
     if only is not None:
@@ -187,11 +189,13 @@ def _pages_with_rolled_days(
     rolled days from the sessions of ``rolled_sessions`` (svc.queries.sql.sessions.
     rolled_pages), added up by page; but when a page of the rolled days' sessions has a hash
     that is not one path's of its day (a collision), every day from the page rows."""
-    rest = reports.by_value(p, facts, dim, "page", only)
+    rest = breakdown_sql.by_value(p, facts, dim, "page", only)
     rest_rows, rolled_rows = runner.together(rest, session_sql.rolled_pages(p, facts))
     if any(int(r["clash"]) for r in rolled_rows):
         whole = replace(facts, rolled=(), matching_hashes=None)
-        stmt = reports.breakdown(p, whole, dim, "page", page.order, page.limit, page.offset, only)
+        stmt = breakdown_sql.breakdown(
+            p, whole, dim, "page", page.order, page.limit, page.offset, only
+        )
         return _result(runner.named(stmt), dim, page)
     rows = [*rolled_rows, *rest_rows]
     if only is not None:

@@ -13,19 +13,19 @@ from typing import Any
 from svc.queries.plan import Facts, Query, plan
 from svc.queries.run import Runner
 from svc.queries.shape import percent
-from svc.queries.sql import reports
+from svc.queries.sql import custom_events as event_sql
 from svc.storage.events import EventStore
 
 
 def query_revenue(store: EventStore, query: Query, limit: int = 10) -> dict[str, Any]:
     p, runner = plan(query), Runner(store)  # event-level: no facts needed
     currencies, items = runner.together(
-        reports.revenue_currencies(p, Facts()), reports.revenue_items(p, Facts(), limit)
+        event_sql.revenue_currencies(p, Facts()), event_sql.revenue_items(p, Facts(), limit)
     )
     ids = sorted({str(i["item_id"]) for i in items})
     names: dict[str, str] = {}
     if ids:  # the names the items were sent with (the last one), for those that have one
-        (found,) = runner.together(reports.revenue_item_names(p, Facts(), ids))
+        (found,) = runner.together(event_sql.revenue_item_names(p, Facts(), ids))
         names = {str(n["item_id"]): str(n["item_name"]) for n in found}
     return {
         "currencies": [
@@ -55,9 +55,9 @@ def query_revenue(store: EventStore, query: Query, limit: int = 10) -> dict[str,
 def query_errors(store: EventStore, query: Query, limit: int = 10) -> dict[str, Any]:
     p, runner = plan(query), Runner(store)  # event-level: no facts needed
     totals, top, pages = runner.together(
-        reports.errors_total(p, Facts()),
-        reports.errors_top(p, Facts(), limit),
-        reports.errors_pages(p, Facts(), limit),
+        event_sql.errors_total(p, Facts()),
+        event_sql.errors_top(p, Facts(), limit),
+        event_sql.errors_pages(p, Facts(), limit),
     )
     total = totals[0]
     errors, fatal = int(total["errors"]), int(total["fatal"])

@@ -12,19 +12,19 @@ the report events. Over 30 days of 100M events the one statement over every even
 every visitor id, ~3 s on 2 cores) becomes a few small ones. With filters, a pattern with
 ``*`` (its visitors over several paths do not add up from the rollups' rows per path) or a
 range that reaches days before the raw events (svc.retention: those days count nothing
-here), every figure comes from one statement over the events (:func:`reports.goals`).
+here), every figure comes from one statement over the events (:func:`goal_sql.goals`).
 
 A funnel is 2 to 8 steps, completed in order by one visitor within ``window`` seconds of
 the first step (ClickHouse ``windowFunnel``), read from the report events when every step is
-an event other than a page view (:func:`reports.funnel`). A step is 1 to
+an event other than a page view (:func:`funnel_sql.funnel`). A step is 1 to
 :data:`MAX_ALTERNATIVES` goals separated by ``|`` (:func:`parse_step`): one of them reached
 reaches the step, and a visitor counts once per step however many of them it matches (the
 step's condition is their disjunction, per event). Over more visitors
 than ``SVC_FUNNEL_ROLLED_VISITORS`` (as the rollups count them), without filters and with
 steps of whole paths and event names, the rolled days are read from ``visitor_steps``
-(:func:`reports.funnel_step_levels`: windowFunnel per visitor's row, no GROUP BY of
+(:func:`funnel_sql.funnel_step_levels`: windowFunnel per visitor's row, no GROUP BY of
 millions of visitors, for those with the first two steps; those with a first step counted
-per day, :func:`reports.funnel_step_firsts`), the other days' sessions from the events;
+per day, :func:`funnel_sql.funnel_step_firsts`), the other days' sessions from the events;
 else, over more than ``SVC_FUNNEL_PASS_VISITORS``, in passes by session day. (Over 30 days
 ending today: 1M events, 0.29M visitors, 70 ms over the events, 118 ms from
 ``visitor_steps``; 10M, 2.9M visitors, 449-498 against 183 ms.) Steps with alternatives are
@@ -52,7 +52,8 @@ from svc.queries.plan import (
 )
 from svc.queries.run import Runner
 from svc.queries.shape import percent
-from svc.queries.sql import reports
+from svc.queries.sql import funnels as funnel_sql
+from svc.queries.sql import goals as goal_sql
 from svc.storage.events import EventStore
 
 MAX_GOALS = 20
@@ -124,7 +125,7 @@ def query_goals(store: EventStore, query: Query, goals: list[str]) -> dict[str, 
     if from_rollups(p, targets):
         total, figures = _goals_from_rollups(runner, p, targets)
     else:  # event-level: no facts needed
-        row = runner.named(reports.goals(p, Facts(), targets))[0]
+        row = runner.named(goal_sql.goals(p, Facts(), targets))[0]
         total = int(row["visitors"])
         figures = [(int(row[f"v{i}"]), int(row[f"e{i}"])) for i in range(len(targets))]
     return {
@@ -161,13 +162,13 @@ def _goals_from_rollups(
     names = sorted({t for kind, t in targets if kind == "event"})
     others = [n for n in names if n != "page_view"]
     facts = runner.facts(p, Needs(edges=True, page_edges=bool(paths), rollups=True))
-    stmts = [reports.goal_sessions(p, facts)]
+    stmts = [goal_sql.goal_sessions(p, facts)]
     if paths:
-        stmts.append(reports.goal_pages(p, facts, paths))
+        stmts.append(goal_sql.goal_pages(p, facts, paths))
     if others:
-        stmts.append(reports.goal_events(p, facts, others))
+        stmts.append(goal_sql.goal_events(p, facts, others))
     if facts.rolled:
-        stmts.append(reports.goal_rollups(p, facts, paths, names))
+        stmts.append(goal_sql.goal_rollups(p, facts, paths, names))
     results = iter(runner.together(*stmts))
     session = next(results)[0]
     # (dimension, value) -> (visitors, events): page views for a page, events for a name
@@ -212,15 +213,15 @@ def query_funnel(
     reached: dict[int, int] = {}
     # About how many visitors: one statement over the events holds up to this many
     per_pass = store.settings.funnel_pass_visitors
-    visitors = int(runner.rows(reports.funnel_visitors(p))[0][0] or 0)
+    visitors = int(runner.rows(funnel_sql.funnel_visitors(p))[0][0] or 0)
     rolled_from = store.settings.funnel_rolled_visitors
     facts = _step_days(p, runner, targets) if visitors > rolled_from else Facts()
     if facts.rolled:  # the rolled days from visitor_steps, beside the others' events
         edges = _edge_days(p, facts)
         levels, firsts, others = runner.together(
-            reports.funnel_step_levels(p, facts.rolled, edges, targets, window_seconds),
-            reports.funnel_step_firsts(p, facts.rolled, edges, targets),
-            reports.funnel(p, facts, targets, window_seconds),
+            funnel_sql.funnel_step_levels(p, facts.rolled, edges, targets, window_seconds),
+            funnel_sql.funnel_step_firsts(p, facts.rolled, edges, targets),
+            funnel_sql.funnel(p, facts, targets, window_seconds),
         )
         # those with a first step and no later level are at level 1
         past_first = sum(int(r["visitors"]) for r in levels)
@@ -229,7 +230,7 @@ def query_funnel(
     else:  # the passes one after the other: each holds its visitors' states
         passes: tuple[FunnelPass | None, ...] = _passes(p, runner, visitors, per_pass)
         results = [
-            runner.named(reports.funnel(p, facts, targets, window_seconds, part))
+            runner.named(funnel_sql.funnel(p, facts, targets, window_seconds, part))
             for part in passes or (None,)
         ]
     for rows in results:
@@ -269,8 +270,8 @@ def _step_days(p: Plan, runner: Runner, targets: Sequence[Step]) -> Facts:
     facts = runner.facts(p, Needs(edges=True))
     first = min({p.params["day0"], *facts.long_days})
     last = p.params["end_day0"]
-    days = day_versions(runner.rows(reports.funnel_step_days(p, first, last)))
-    if not days or runner.rows(reports.step_collisions(p, days, targets))[0][0]:
+    days = day_versions(runner.rows(funnel_sql.funnel_step_days(p, first, last)))
+    if not days or runner.rows(funnel_sql.step_collisions(p, days, targets))[0][0]:
         return Facts()
     return Facts(rolled=days, long=facts.long)
 
@@ -290,4 +291,4 @@ def _passes(p: Plan, runner: Runner, visitors: int, per_pass: int) -> tuple[Funn
     several)."""
     if visitors <= per_pass:
         return ()
-    return funnel_passes(p, visitors, per_pass, runner.rows(reports.long_session_spans(p)))
+    return funnel_passes(p, visitors, per_pass, runner.rows(funnel_sql.long_session_spans(p)))

@@ -16,7 +16,7 @@ from svc.queries.dimensions import DIMENSIONS
 from svc.queries.plan import Facts, Needs, Plan, Query, plan
 from svc.queries.run import Runner
 from svc.queries.shape import percent
-from svc.queries.sql import reports
+from svc.queries.sql import breakdowns as breakdown_sql
 from svc.queries.sql import sessions as session_sql
 from svc.queries.sql import snapshots as snapshot_sql
 from svc.queries.sql.statement import Statement
@@ -84,7 +84,7 @@ def query_metrics(store: EventStore, query: Query) -> Metrics:
         facts = runner.facts(p, Needs(edges=True, rolled_sessions=True))
         if facts.rolled:
             return _with_rolled_sessions(runner, p, facts)
-        return _from_rows(runner.named(reports.metrics(p, facts)))
+        return _from_rows(runner.named(breakdown_sql.metrics(p, facts)))
     needs = Needs(edges=True, rollups=True, less_dropped=True, one_value=True, last_day=True)
     facts = runner.facts(p, needs)
     if p.rolled_value is not None and facts.rolled:
@@ -95,7 +95,7 @@ def query_metrics(store: EventStore, query: Query) -> Metrics:
             return rolled
         facts = runner.facts(p, Needs(edges=True))  # a rolled day lacks its rows yet
     if p.filters and not p.drops_reported_events:
-        return _from_rows(runner.named(reports.metrics(p, facts)))
+        return _from_rows(runner.named(breakdown_sql.metrics(p, facts)))
     return _with_rollups(runner, p, facts)
 
 
@@ -141,7 +141,7 @@ def _with_rollups(runner: Runner, p: Plan, facts: Facts) -> Metrics:
             else _dropped_statements(p, facts)
         )
     # the days neither rolled up nor snapshot from the session rows
-    rest, *results = runner.together(reports.metrics(p, facts), *summing, *dropping)
+    rest, *results = runner.together(breakdown_sql.metrics(p, facts), *summing, *dropping)
     for row in (row for rows in results[: len(summing)] for row in rows):
         if row["dimension"] == snapshot_sql.SEEN:  # visitors the snapshots counted already
             result.visitors -= int(row["visitors"])
@@ -187,8 +187,8 @@ def _with_rolled_sessions(runner: Runner, p: Plan, facts: Facts) -> Metrics:
             session_sql.section_sums(p, facts, "source"),
         ]
     else:
-        rolled = [reports.rolled_metrics(p, facts)]
-    rest, *sums = runner.together(reports.metrics(p, facts), *rolled)
+        rolled = [breakdown_sql.rolled_metrics(p, facts)]
+    rest, *sums = runner.together(breakdown_sql.metrics(p, facts), *rolled)
     result = _from_rows(rest)
     sources = dict(result.traffic_sources)
     if facts.section is not None:
@@ -212,7 +212,10 @@ def _with_value_rollups(runner: Runner, p: Plan, facts: Facts) -> Metrics:
     rows. Every figure adds up over days, as in :func:`_with_rollups`."""
     assert p.rolled_value is not None
     dimension, value = p.rolled_value
-    statements = [reports.metrics(p, facts), session_sql.rollup_sums(p, facts, [dimension], value)]
+    statements = [
+        breakdown_sql.metrics(p, facts),
+        session_sql.rollup_sums(p, facts, [dimension], value),
+    ]
     if dimension != "source":
         statements.append(session_sql.rolled_sources(p, facts))
     rest, sums, *sources_rows = runner.together(*statements)
@@ -239,7 +242,7 @@ def _with_event_rollups(runner: Runner, p: Plan, facts: Facts) -> Metrics | None
     assert name is not None
     by_source = f"event_source:{name}"
     rest, sums = runner.together(
-        reports.metrics(p, facts),
+        breakdown_sql.metrics(p, facts),
         session_sql.rollup_sums(p, facts, ["event", by_source, "event_source"]),
     )
     # the marker rows' sessions are 1 each: the rolled days that have the rows by source

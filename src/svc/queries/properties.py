@@ -14,12 +14,12 @@ from svc.queries import breakdown
 from svc.queries.dimensions import dimension
 from svc.queries.plan import Facts, Query, plan
 from svc.queries.run import Runner
-from svc.queries.sql import reports
+from svc.queries.sql import custom_events as event_sql
 from svc.storage.events import EventStore
 
 
 def query_property_keys(store: EventStore, query: Query, limit: int = 100) -> dict[str, Any]:
-    rows = Runner(store).named(reports.property_keys(plan(query), Facts(), limit))
+    rows = Runner(store).named(event_sql.property_keys(plan(query), Facts(), limit))
     return {"keys": [{"key": r["key"], "events": int(r["events"])} for r in rows]}
 
 
@@ -36,7 +36,7 @@ def query_property_values(
     try:
         dim, dim_params = dimension(f"prop:{key}", "by_key", field="key")
     except InvalidRequest:
-        rows = Runner(store).named(reports.property_values(plan(query), Facts(), key, limit))
+        rows = Runner(store).named(event_sql.property_values(plan(query), Facts(), key, limit))
     else:
         page = breakdown.Page(limit, 0, "-events")
         rows = breakdown.query_breakdown(store, query, dim, page, dim_params)["rows"]

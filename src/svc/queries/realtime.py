@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from svc.queries.run import Runner
-from svc.queries.sql import reports
+from svc.queries.sql import realtime as realtime_sql
 from svc.storage.events import EventStore
 
 WINDOW_SECONDS = 300
@@ -17,9 +17,9 @@ MINUTES = 30
 
 def query_realtime(store: EventStore, project_id: str, limit: int = 10) -> dict[str, Any]:
     rows, minutes, kinds = Runner(store).together(
-        reports.realtime(project_id, WINDOW_SECONDS, limit),
-        reports.realtime_minutes(project_id, MINUTES),
-        reports.realtime_sessions(project_id, WINDOW_SECONDS, limit),
+        realtime_sql.realtime(project_id, WINDOW_SECONDS, limit),
+        realtime_sql.realtime_minutes(project_id, MINUTES),
+        realtime_sql.realtime_sessions(project_id, WINDOW_SECONDS, limit),
     )
     pages = [r for r in rows if r["value"] != ""][:limit]
 

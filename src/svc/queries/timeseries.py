@@ -49,11 +49,11 @@ from svc.queries.plan import Facts, Needs, Plan, Query, plan
 from svc.queries.run import Runner
 from svc.queries.series_visitors import BucketVisitors, LongSpan, RolledDay, bucket_visitors
 from svc.queries.shape import percent
-from svc.queries.sql import reports
+from svc.queries.sql import series as series_sql
 from svc.storage.events import EventStore
 
-#: The intervals of a series (svc.queries.sql.reports.INTERVALS buckets each).
-INTERVALS = tuple(reports.INTERVALS)
+#: The intervals of a series (svc.queries.sql.series.INTERVALS buckets each).
+INTERVALS = tuple(series_sql.INTERVALS)
 
 
 def parse_interval(value: str | None, rng: DateRange, max_points: int) -> str:
@@ -157,14 +157,14 @@ def query_timeseries(
     by_hours = _start_hour_days(runner, p, facts, old) if hours else ()
     facts = replace(facts, rolled=old.rolled + by_hours)  # the session rows leave them out
     statements = [
-        reports.series_events(p, facts, interval),
-        reports.series_sessions(p, facts, interval),
+        series_sql.series_events(p, facts, interval),
+        series_sql.series_sessions(p, facts, interval),
     ]
     if old.rolled:
-        statements.append(reports.series_rolled_sessions(p, old, interval))
+        statements.append(series_sql.series_rolled_sessions(p, old, interval))
     if by_hours:
         rolled = replace(facts, rolled=by_hours)
-        statements.append(reports.series_rolled_start_hours(p, rolled, interval))
+        statements.append(series_sql.series_rolled_start_hours(p, rolled, interval))
     event_rows, *session_answers = runner.together(*statements)
     return _series(p, interval, event_rows, session_answers, with_sums=sums)
 
@@ -175,7 +175,7 @@ def by_start_hours(p: Plan, interval: str) -> bool:
     whose offset is a whole number of hours all through the range (each UTC hour is in one
     bucket). Over 30 days of 100M events, the session rows of every day grouped by their
     start in the zone were most of the series' time."""
-    return not p.filters and interval in reports.ROLLED_DAY_BUCKETS and p.rng.whole_hour_offsets
+    return not p.filters and interval in series_sql.ROLLED_DAY_BUCKETS and p.rng.whole_hour_offsets
 
 
 def _start_hour_days(
@@ -187,7 +187,7 @@ def _start_hour_days(
     days = [d for d in facts.rolled if d not in old.rolled]
     if not days:
         return ()
-    have = {_day(r[0]) for r in runner.remembered_rows(reports.start_hour_days(p, days))}
+    have = {_day(r[0]) for r in runner.remembered_rows(series_sql.start_hour_days(p, days))}
     return tuple(d for d in days if d[0] in have)
 
 
@@ -197,8 +197,8 @@ def _from_utc_days(runner: Runner, p: Plan, interval: str, sums: bool) -> dict[s
     first, last = p.rng.first, p.rng.last
     facts = runner.facts(p, Needs(edges=True))
     day_rows, long_rows = runner.remembered_named(
-        reports.series_rolled_days(p, first - timedelta(days=1), last),
-        reports.series_long_spans(p, first - timedelta(days=1), last),
+        series_sql.series_rolled_days(p, first - timedelta(days=1), last),
+        series_sql.series_long_spans(p, first - timedelta(days=1), last),
     )
     versions = {_day(r["day"]): int(r["version"]) for r in day_rows}
     long = [LongSpan(_day(r["day"]), _day(r["first_day"]), _day(r["last_day"])) for r in long_rows]
@@ -223,11 +223,11 @@ def _from_utc_days(runner: Runner, p: Plan, interval: str, sums: bool) -> dict[s
     )
     if interval == "hour":  # the visitors of each hour merged, the sessions by their hour
         statements = [
-            reports.series_events(p, facts, interval),
-            reports.series_sessions(p, facts, interval),
+            series_sql.series_events(p, facts, interval),
+            series_sql.series_sessions(p, facts, interval),
         ]
         if facts.rolled:
-            statements.append(reports.series_rolled_hours(p, facts))
+            statements.append(series_sql.series_rolled_hours(p, facts))
         event_rows, *session_answers = runner.together(*statements)
         return _series(p, interval, event_rows, session_answers, with_sums=sums)
     # before the raw events, the long sessions are gone: the visitors are merged, as before
@@ -242,13 +242,13 @@ def _from_utc_days(runner: Runner, p: Plan, interval: str, sums: bool) -> dict[s
     visitors = {label: bucket_visitors(a, b, rolled, long) for label, a, b in spans}
     segments = [s for v in visitors.values() for s in v.segments]
     statements = [
-        reports.series_events(p, facts, interval, visitors=False),
-        reports.series_sessions(p, facts, interval),
+        series_sql.series_events(p, facts, interval, visitors=False),
+        series_sql.series_sessions(p, facts, interval),
     ]
     if facts.rolled:
-        statements.append(reports.series_rolled_sessions(p, facts, interval))
+        statements.append(series_sql.series_rolled_sessions(p, facts, interval))
     if segments:
-        statements.append(reports.series_segment_visitors(p, segments))
+        statements.append(series_sql.series_segment_visitors(p, segments))
     answers = runner.together(*statements)
     merged = {s: 0 for s in segments}
     if segments:
@@ -315,7 +315,7 @@ def rolls_up(p: Plan, interval: str) -> bool:
     """Whether the series reads the sessions of the days before the project's raw events
     from the daily rollups: without filters (the rollups hold every session), by day, week
     or month (they hold whole UTC days, not hours), when the range reaches such a day."""
-    return p.may_roll_up() and interval in reports.ROLLED_DAY_BUCKETS and bool(p.days_before_raw)
+    return p.may_roll_up() and interval in series_sql.ROLLED_DAY_BUCKETS and bool(p.days_before_raw)
 
 
 def before_raw(p: Plan, facts: Facts) -> Facts:

@@ -1,8 +1,9 @@
 """Every SQL statement of the query side is built in this package, with bound parameters only:
 the reads of the reports from a plan and its facts (:mod:`.sessions`: the session rows and
-the rollups; :mod:`.reports`: each report's statements), and here the statements of the
-runtime (usage, recent sessions and event ids), of the export and of ``svcm import``'s
-server-side path.
+the rollups; each report's statements: :mod:`.breakdowns`, :mod:`.series`, :mod:`.goals`,
+:mod:`.funnels`, :mod:`.custom_events`, :mod:`.realtime`, :mod:`.measurements`,
+:mod:`.journeys`), and here the statements of the runtime (usage, recent sessions and event
+ids), of the export and of ``svcm import``'s server-side path.
 
 Values never enter SQL text: they are passed as ClickHouse ``{name:Type}`` parameters. Only
 identifiers and expressions chosen from fixed tables in this package (and the dimensions'

@@ -9,7 +9,7 @@ from typing import Any
 
 from svc.queries.dimensions import dimension
 from svc.queries.filters import Filter
-from svc.queries.sql.reports import goal_condition
+from svc.queries.sql.goals import goal_condition
 from svc.queries.sql.statement import Statement
 from svc.schema.measurements import COUNTED_SQL
 
@@ -45,7 +45,7 @@ def hourly_goals(project_id: str, hours: list[datetime], goals: Sequence[GoalTar
     """Converting visitors of each goal in each of ``hours`` (as :func:`hourly_visitors`), in
     one statement: rows (slot, v0, v1, ...), ``v<i>`` the visitors with an event that counts
     (:data:`~svc.schema.measurements.COUNTED_SQL`) meeting goal ``i``'s condition
-    (:func:`~svc.queries.sql.reports.goal_condition`, and for a property the condition of
+    (:func:`~svc.queries.sql.goals.goal_condition`, and for a property the condition of
     ``filter=prop:<key>:is:<value>``): GET /metrics/goals' count over that hour."""
     own: dict[str, Any] = {}
     cols = []

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from svc.queries.plan import Facts, Plan
-from svc.queries.sql.reports import INTERVALS, LABELS, only_values
+from svc.queries.sql.breakdowns import only_values
+from svc.queries.sql.series import INTERVALS, LABELS
 from svc.queries.sql.sessions import events_where, session_rows_where
 from svc.queries.sql.statement import RANGE_WHERE, Statement, statement
 from svc.schema.measurements import VITALS, Vital
