@@ -58,7 +58,9 @@ def is_error(r: httpx.Response, status: int, field: str | None = None) -> dict[s
 # What `svcm serve --host 127.0.0.1 --port P --data-dir D` runs, without the rest of the CLI
 # (whose own tests run the real `svcm`).
 SERVE = (
-    "import sys; from svc.settings import Settings; from svc.cli.serve import run; "
+    # SIGUSR1: every thread's stack into the log (Server.thread_stacks)
+    "import faulthandler, signal, sys; faulthandler.register(signal.SIGUSR1, all_threads=True); "
+    "from svc.settings import Settings; from svc.cli.serve import run; "
     "sys.exit(run(Settings.from_env(host='127.0.0.1', port=int(sys.argv[1]), "
     "data_dir=sys.argv[2])))"
 )
@@ -182,7 +184,27 @@ class Server:
             if pipeline["backlogEvents"] == 0 and not pipeline["loaderError"]:
                 return
             time.sleep(0.05)
-        raise TimeoutError(f"events still waiting after {timeout}s: {self.health()['pipeline']}")
+        raise TimeoutError(
+            f"events still waiting after {timeout}s: {self.health()['pipeline']}"
+            + self.thread_stacks()
+        )
+
+    def thread_stacks(self) -> str:
+        """Where each of the server's threads is now (its program's faulthandler dumps them
+        into its log on SIGUSR1), for a test that waited on it in vain; "" when it cannot
+        tell (a program without the handler would die of the signal: not sent)."""
+        path = self.log_path
+        if self.proc is None or self.proc.poll() is not None or path is None:
+            return ""
+        if "faulthandler.register(signal.SIGUSR1" not in self.program:
+            return ""
+        size = path.stat().st_size if path.exists() else 0
+        self.proc.send_signal(signal.SIGUSR1)
+        time.sleep(1.0)
+        with open(path, "rb") as log:
+            log.seek(size)
+            dump = log.read()[-12_000:].decode(errors="replace")
+        return f"\nthe server's threads, from {path}:\n{dump}"
 
     def send(self, key: str, body: Any, **kw: Any) -> httpx.Response:
         return httpx.post(

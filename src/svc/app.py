@@ -36,6 +36,7 @@ from svc.http.dropped import ROUTES as DROPPED_ROUTES
 from svc.http.lake import ROUTES as LAKE_ROUTES
 from svc.http.logs import show_generated_admin_token
 from svc.http.mail import ROUTES as MAIL_ROUTES
+from svc.http.nodes import ROUTES as NODE_ROUTES
 from svc.http.observe import RequestStats
 from svc.http.openapi import openapi_document
 from svc.http.saved import ROUTES as SAVED_ROUTES
@@ -97,6 +98,7 @@ def create_app(settings: Settings) -> Starlette:
         Route("/health", health.get_health, methods=["GET"]),
         *BACKUP_ROUTES,
         *LAKE_ROUTES,
+        *NODE_ROUTES,  # the nodes' watermark rows (svc.http.nodes)
         Route(internal_metrics.PATH, internal_metrics.get_internal_metrics, methods=["GET"]),
         Route("/export", export.get_export, methods=["GET"]),
         Route("/projects", projects.create_project, methods=["POST"]),

@@ -25,7 +25,7 @@ import msgspec
 from svc import __version__
 from svc.auth import Authenticator, load_admin_token_hash
 from svc.cluster.leases import Leases
-from svc.cluster.watermarks import Watermarks
+from svc.cluster.watermarks import Watermarks, node_id_of
 from svc.errors import Unavailable
 from svc.ingestion import client_sessions
 from svc.ingestion.identity import Salts, salt_days, stored_visitor_id
@@ -60,7 +60,7 @@ class Runtime:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.node_id = _safe_node_id(settings.node_id or socket.gethostname())
+        self.node_id = node_id_of(settings.node_id or socket.gethostname())
         self.started_at = time.time()
         self.ready_at: float | None = None
         self.meta = MetaStore(settings.effective_meta_url)
@@ -511,11 +511,6 @@ def lock_data_dir(data_dir: Path) -> int:
 def _ms_of(value: str) -> int:
     seconds, _, frac = value.partition(".")
     return int(seconds) * 1000 + int((frac + "000")[:3])
-
-
-def _safe_node_id(name: str) -> str:
-    cleaned = "".join(c if c.isalnum() else "_" for c in name)[:40]
-    return cleaned or "node"
 
 
 __all__ = ["Runtime", "__version__"]

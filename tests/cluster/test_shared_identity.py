@@ -12,15 +12,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from svc.cluster.shared import Link, SharedIdentity, SharedReplays
 from svc.ingestion.identity import CLIENT_SESSION_MEMORY_MS
 from tests.cluster.helpers import MINUTE, START_MS, Node
 
 
-def traffic(seed: int = 43) -> list[tuple[str, str, int, list[dict[str, Any]]]]:
-    """Requests (address, user agent, receipt ms, events) over 2.5 hours around midnight:
-    visitors coming back within and after the timeout, late events, client sessions, page
-    measurements, event ids sent twice."""
+def traffic(
+    seed: int = 43, sizes: tuple[int, ...] = (1, 1, 1, 2, 3), requests_n: int = 400, tag: str = ""
+) -> list[tuple[str, str, int, list[dict[str, Any]]]]:
+    """Requests (address, user agent, receipt ms, events of one of ``sizes``) over 2.5 hours
+    around midnight: visitors coming back within and after the timeout, late events, client
+    sessions, page measurements, event ids sent twice (each ending in ``tag``)."""
     rnd = random.Random(seed)
     visitors = [
         (f"198.51.100.{i}", f"Mozilla/5.0 (X11; Linux x86_64) Chrome/{100 + i}.0")
@@ -30,11 +34,12 @@ def traffic(seed: int = 43) -> list[tuple[str, str, int, list[dict[str, Any]]]]:
     now = START_MS
     n = 0
     sent_ids: list[str] = []
-    for _ in range(400):
-        now += rnd.randrange(0, 40_000)
+    step = 40_000 * 400 // requests_n
+    for _ in range(requests_n):
+        now += rnd.randrange(0, step)
         addr, ua = rnd.choice(visitors[: 4 + (now - START_MS) // (20 * MINUTE)])
         events = []
-        for _ in range(rnd.choice((1, 1, 1, 2, 3))):
+        for _ in range(rnd.choice(sizes)):
             n += 1
             kind = rnd.random()
             ts = now - (rnd.randrange(0, 90 * MINUTE) if kind < 0.1 else rnd.randrange(0, 2000))
@@ -42,7 +47,7 @@ def traffic(seed: int = 43) -> list[tuple[str, str, int, list[dict[str, Any]]]]:
                 "event": "page_view",
                 "url": f"https://nodes.test/p{rnd.randrange(5)}",
                 "ts": ts,
-                "eventId": f"e{n}",
+                "eventId": f"e{n}{tag}",
             }
             if 0.1 <= kind < 0.25:
                 event["sessionId"] = f"client-{rnd.randrange(6)}"
@@ -65,8 +70,21 @@ def keyed(rows: list[dict[str, Any]]) -> dict[str, tuple[Any, ...]]:
     return out
 
 
-def test_two_nodes_assign_as_one_node(tmp_path: Path, redis_url: str) -> None:
-    requests = traffic()
+@pytest.mark.parametrize(
+    "requests",
+    [
+        pytest.param(traffic(), id="small-requests"),
+        # a visitor's batches of up to 20 events: a session read and written once a request
+        # (svc.cluster.shared), event ids of any characters (given to the script by length)
+        pytest.param(
+            traffic(46, (1, 4, 9, 20), 120, tag=" é\t\n☃ 0 0"),
+            id="batches",
+        ),
+    ],
+)
+def test_two_nodes_assign_as_one_node(
+    tmp_path: Path, redis_url: str, requests: list[tuple[str, str, int, list[dict[str, Any]]]]
+) -> None:
 
     async def run() -> tuple[list[dict[str, Any]], list[dict[str, Any]], SharedIdentity]:
         link = Link(redis_url)

@@ -29,7 +29,7 @@ from sqlalchemy import text
 from svc.meta.store import MetaStore
 from tests.clickhouse_double import RunningDouble, clickhouse_double  # noqa: F401
 from tests.limits.conftest import running_redis
-from tests.support import SERVE, Server, admin_token
+from tests.support import Server, admin_token
 from tests.test_meta_store import postgres_url
 
 DAY = (datetime.now(UTC) - timedelta(days=3)).replace(hour=0, minute=0, second=0, microsecond=0)
@@ -112,17 +112,10 @@ class Cluster:
         for node in self.nodes:
             try:
                 node.wait_loaded(180)  # the double serves the nodes one engine
-            except TimeoutError:
-                import os
-                import signal
-
-                for n in self.nodes:
-                    assert n.proc is not None
-                    os.kill(n.proc.pid, signal.SIGUSR1)
-                time.sleep(2)
-                for n in self.nodes:
-                    assert n.log_path is not None
-                    print("=====", n.data_dir, n.log_path.read_text()[-15000:])
+            except TimeoutError:  # its threads are in the error; the others' printed
+                for other in self.nodes:
+                    if other is not node:
+                        print("=====", other.data_dir, other.thread_stacks())
                 raise
 
 
@@ -161,8 +154,6 @@ def cluster(
             Server(
                 root / f"node-{i}",
                 env=node_env(clickhouse_double, redis_url, i),
-                program="import faulthandler, signal; "
-                "faulthandler.register(signal.SIGUSR1, all_threads=True); " + SERVE,
             )
             for i in range(3)
         ]

@@ -56,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
         events,
         lake,
         metrics,
+        nodes,
         projects,
         serve,
         transfer,
@@ -93,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     deploy.register(sub)
     backup.register(sub)
     lake.register(sub)
+    nodes.register(sub)
     completion.register(sub, parser)
     return parser
 

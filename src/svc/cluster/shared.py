@@ -1,19 +1,19 @@
 """The state several nodes share through one Redis (``SVC_REDIS_URL`` with a ClickHouse
 server): what one process keeps in memory, kept where every node sees it.
 
-* :class:`SharedIdentity`: a request's events go to Redis in one Lua script call, which runs
-  atomically and in order: each event's ``eventId`` is reserved (``SET NX`` with the dedup
-  window: a second one is a duplicate, whichever node saw the first), then its session is
-  found or started with exactly the rules of :class:`svc.ingestion.identity.SessionTracker`
-  (the derived session of (project, visitor) under today's visitor hash or yesterday's, the
-  start and first person of a client-named session, the live session a page measurement
-  joins). Redis runs scripts one at a time, so the nodes' requests are assigned as one node
-  would assign them in the order Redis received them. A derived session's id is a hash of
-  its visitor and start (``derived_session_id``): Redis keeps only the start, first, last
-  and arrival times, and the caller hashes. Keys expire as the tracker forgets: a derived
-  session ``timeout`` after its last event's time or arrival (whichever is later), a
-  client-named one ``CLIENT_SESSION_MEMORY_MS`` after it was last seen, an event id after the
-  dedup window.
+* :class:`SharedIdentity`: a request's events go to Redis in one Lua script call (their fields
+  packed in a few arguments, the answers in one string), which runs atomically and in order:
+  each event's ``eventId`` is reserved (``SET NX``: a second one is a duplicate, whichever
+  node saw the first), then its session is found or started with exactly the rules of
+  :class:`svc.ingestion.identity.SessionTracker` (the derived session of (project, visitor)
+  under today's visitor hash or yesterday's, the start and first person of a client-named
+  session, the live session a page measurement joins). Redis runs scripts one at a time, so
+  the nodes' requests are assigned as one node would assign them in the order Redis received
+  them. A derived session's id is a hash of its visitor and start (``derived_session_id``):
+  Redis keeps only the start, first, last and arrival times, and the caller hashes. Keys
+  expire as the tracker forgets: a derived session ``timeout`` after its last event's time or
+  arrival (whichever is later), a client-named one ``CLIENT_SESSION_MEMORY_MS`` after it was
+  last seen, an event id after the dedup window.
 * :class:`SharedReplays`: the signatures of signed edge requests already served
   (``SET NX`` until the signature leaves its window).
 * :class:`SharedGeneration`: a counter every node increments once a write of its own to the
@@ -46,41 +46,57 @@ TIMEOUT_S = 2.0
 RETRY_AFTER_FAILURE_S = 1.0
 PREFIX = "svc:n:"
 
-# ARGV: timeout ms, dedup window ms, client memory ms, pending ms, then 8 per event: kind,
-# event id, project, visitor today, visitor yesterday, ts ms, arrival ms, client session id.
-# Out, 3 per event: flag (-2 an id reserved by a request not answered yet, -1 duplicate,
-# 0 today's visitor, 1 yesterday's, 2 no live session, 3 a client-named session), start ms,
-# the client session's person (its first visitor).
+# ARGV: timeout ms, dedup window ms, client memory ms, pending ms; then the events, one string
+# of 8 fields each, separated by spaces: kind, project (its index among the projects), visitor
+# today, visitor yesterday, ts ms, arrival ms, client session id, event id's length in bytes
+# (0: none); then the event ids, one string of them end to end; then the projects.
+# Out: one string of 3 fields per event, separated by spaces: flag (-2 an id reserved by a
+# request not answered yet, -1 duplicate, 0 today's visitor, 1 yesterday's, 2 no live session,
+# 3 a client-named session), start ms, the client session's person (its first visitor; 0).
+# A session's hash is read once per request and written once at its end (the script runs
+# alone: what it reads is what it wrote), so a request of one visitor's events costs one read
+# and one write of its session, plus the event ids' reservations.
 IDENTIFY_LUA = """
 local P = KEYS[1]
 local T = tonumber(ARGV[1])
-local W = ARGV[2]
 local CM = ARGV[3]
 local PENDING = ARGV[4]
+local IDS = ARGV[6]
 local out = {}
 local mine = {}
+local cache = {}  -- key -> its session ({st, f, l, sn, v, now}), or false: none
+local dirty = {}  -- the keys to write at the end, in the order first written
+local kinds = {}  -- key -> 'd' or 'c', for the keys in dirty
+local function session(key)
+  local c = cache[key]
+  if c == nil then
+    local s = redis.call('HMGET', key, 'st', 'f', 'l', 's', 'v')
+    c = false
+    if s[1] then
+      c = {st = tonumber(s[1]), f = tonumber(s[2]), l = tonumber(s[3]), sn = tonumber(s[4]),
+           v = s[5]}
+    end
+    cache[key] = c
+  end
+  return c
+end
+local function put(key, c, kind)
+  cache[key] = c
+  if not kinds[key] then kinds[key] = kind; dirty[#dirty + 1] = key end
+end
 local function active(key, ts)
-  local l = redis.call('HGET', key, 'l')
-  return l and ts - tonumber(l) <= T
+  local c = session(key)
+  return c and ts - c.l <= T
 end
-local function keep(key, l, sn, now)
-  -- kept until the timeout has passed since its last event and its last arrival, by the
-  -- nodes' clock (relative to the arrival: Redis's own clock does not matter)
-  local until_ms = l
-  if sn > until_ms then until_ms = sn end
-  local ttl = until_ms + T - now
-  if ttl < 1 then ttl = 1 end
-  redis.call('PEXPIRE', key, string.format('%d', ttl))
-end
-local i = 5
-while i <= #ARGV do
-  local kind, eid, project = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local vt, vy = ARGV[i + 3], ARGV[i + 4]
-  local ts, now, csid = tonumber(ARGV[i + 5]), tonumber(ARGV[i + 6]), ARGV[i + 7]
-  i = i + 8
+local at = 1  -- the next event id's first byte in IDS
+for kind, pi, vt, vy, tss, nows, csid, elen in string.gmatch(ARGV[5],
+    '(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)') do
+  local project = ARGV[6 + tonumber(pi)]
+  local ts, now, n = tonumber(tss), tonumber(nows), tonumber(elen)
   local dup = 0
-  if eid ~= '' then
-    local key = P .. 'e:' .. project .. ':' .. eid
+  if n > 0 then
+    local key = P .. 'e:' .. project .. ':' .. string.sub(IDS, at, at + n - 1)
+    at = at + n
     if mine[key] then
       dup = -1  -- twice in this request
     elseif not redis.call('SET', key, 'p', 'NX', 'PX', PENDING) then
@@ -90,74 +106,88 @@ while i <= #ARGV do
     end
   end
   if dup ~= 0 then
-    out[#out + 1] = dup; out[#out + 1] = 0; out[#out + 1] = ''
+    out[#out + 1] = dup; out[#out + 1] = 0; out[#out + 1] = 0
   elseif kind == 'd' then
     local which, key = 0, P .. 'd:' .. project .. ':' .. vt
     if not active(key, ts) then
       local before = P .. 'd:' .. project .. ':' .. vy
       if active(before, ts) then which, key = 1, before end
     end
-    local s = redis.call('HMGET', key, 'st', 'f', 'l', 's')
-    local start = ts
-    if s[1] then
-      local st, f, l, sn = tonumber(s[1]), tonumber(s[2]), tonumber(s[3]), tonumber(s[4])
-      if f - T <= ts and ts <= l + T then
-        if ts > l then l = ts end
-        if ts < f then f = ts end
-        if now > sn then sn = now end
-        redis.call('HSET', key, 'f', string.format('%d', f), 'l', string.format('%d', l),
-                   's', string.format('%d', sn))
-        keep(key, l, sn, now)
-        start = st
-      elseif ts < f then
-        start = ts  -- a late event from well before the current session: its own session
-      else
-        s = nil
-      end
+    local c = session(key)
+    local start = tss
+    if c and c.f - T <= ts and ts <= c.l + T then
+      if ts > c.l then c.l = ts end
+      if ts < c.f then c.f = ts end
+      if now > c.sn then c.sn = now end
+      c.now = now
+      put(key, c, 'd')
+      start = c.st
+    elseif c and ts < c.f then
+      start = tss  -- a late event from well before the current session: its own session
+    else
+      put(key, {st = ts, f = ts, l = ts, sn = now, now = now}, 'd')
     end
-    if not s or not s[1] then
-      redis.call('HSET', key, 'st', string.format('%d', ts), 'f', string.format('%d', ts),
-                 'l', string.format('%d', ts), 's', string.format('%d', now))
-      keep(key, ts, now, now)
-    end
-    out[#out + 1] = which; out[#out + 1] = start; out[#out + 1] = ''
+    out[#out + 1] = which; out[#out + 1] = start; out[#out + 1] = 0
   elseif kind == 'c' then
     local key = P .. 'c:' .. project .. ':' .. csid
-    local s = redis.call('HMGET', key, 'st', 'l', 'v', 's')
-    local start, person = ts, vt
-    if s[1] then
-      start, person = tonumber(s[1]), s[3]
-      local l, sn = tonumber(s[2]), tonumber(s[4])
-      if ts > l then l = ts end
-      if now > sn then sn = now end
-      redis.call('HSET', key, 'l', string.format('%d', l), 's', string.format('%d', sn))
+    local c = session(key)
+    if c then
+      if ts > c.l then c.l = ts end
+      if now > c.sn then c.sn = now end
+      put(key, c, 'c')
+      out[#out + 1] = 3; out[#out + 1] = c.st; out[#out + 1] = c.v
     else
-      redis.call('HSET', key, 'st', string.format('%d', ts), 'l', string.format('%d', ts),
-                 'v', vt, 's', string.format('%d', now))
+      put(key, {st = ts, l = ts, v = vt, sn = now}, 'c')
+      out[#out + 1] = 3; out[#out + 1] = tss; out[#out + 1] = vt
     end
-    redis.call('PEXPIRE', key, CM)
-    out[#out + 1] = 3; out[#out + 1] = start; out[#out + 1] = person
   elseif kind == 'mc' then
-    local st = redis.call('HGET', P .. 'c:' .. project .. ':' .. csid, 'st')
-    if st then
-      out[#out + 1] = 3; out[#out + 1] = tonumber(st)
+    local c = session(P .. 'c:' .. project .. ':' .. csid)
+    if c then
+      out[#out + 1] = 3; out[#out + 1] = c.st
     else
       out[#out + 1] = 2; out[#out + 1] = 0
     end
-    out[#out + 1] = ''
+    out[#out + 1] = 0
   else  -- 'md': a page measurement joins the live derived session, whatever its idle time
     local flag, start = 2, 0
-    local st = redis.call('HGET', P .. 'd:' .. project .. ':' .. vt, 'st')
-    if st then
-      flag, start = 0, tonumber(st)
+    local c = session(P .. 'd:' .. project .. ':' .. vt)
+    if c then
+      flag, start = 0, c.st
     else
-      st = redis.call('HGET', P .. 'd:' .. project .. ':' .. vy, 'st')
-      if st then flag, start = 1, tonumber(st) end
+      c = session(P .. 'd:' .. project .. ':' .. vy)
+      if c then flag, start = 1, c.st end
     end
-    out[#out + 1] = flag; out[#out + 1] = start; out[#out + 1] = ''
+    out[#out + 1] = flag; out[#out + 1] = start; out[#out + 1] = 0
   end
 end
-return out
+for _, key in ipairs(dirty) do
+  local c = cache[key]
+  if kinds[key] == 'd' then
+    redis.call('HSET', key, 'st', string.format('%d', c.st), 'f', string.format('%d', c.f),
+               'l', string.format('%d', c.l), 's', string.format('%d', c.sn))
+    -- kept until the timeout has passed since its last event and its last arrival, by the
+    -- nodes' clock (relative to the arrival: Redis's own clock does not matter)
+    local until_ms = c.l
+    if c.sn > until_ms then until_ms = c.sn end
+    local ttl = until_ms + T - c.now
+    if ttl < 1 then ttl = 1 end
+    redis.call('PEXPIRE', key, string.format('%d', ttl))
+  else
+    redis.call('HSET', key, 'st', string.format('%d', c.st), 'l', string.format('%d', c.l),
+               'v', c.v, 's', string.format('%d', c.sn))
+    redis.call('PEXPIRE', key, CM)
+  end
+end
+return table.concat(out, ' ')
+"""
+
+# Marks reserved event ids stored. ARGV: the dedup window ms, the project, the event ids.
+CONFIRM_LUA = """
+local head = KEYS[1] .. 'e:' .. ARGV[2] .. ':'
+for i = 3, #ARGV do
+  redis.call('SET', head .. ARGV[i], '1', 'PX', ARGV[1])
+end
+return #ARGV - 2
 """
 
 #: The kinds of event :class:`SharedIdentity` assigns.
@@ -249,6 +279,7 @@ class SharedIdentity:
     ) -> None:
         self.link = link
         self._script = link.client.register_script(IDENTIFY_LUA)
+        self._confirm = link.client.register_script(CONFIRM_LUA)
         self.window_ms = dedup_window_ms
         self._head = [
             str(timeout_ms),
@@ -259,24 +290,32 @@ class SharedIdentity:
         self.calls = 0
         self.events = 0
 
+    def _args(self, asks: Sequence[Ask]) -> list[str | bytes]:
+        """The script's arguments for ``asks`` (its ARGV, :data:`IDENTIFY_LUA`): a few
+        strings, whatever the number of events."""
+        projects: dict[str, int] = {}
+        fields: list[str] = []
+        ids: list[bytes] = []
+        for a in asks:
+            index = projects.get(a.project_id)
+            if index is None:
+                index = projects[a.project_id] = len(projects) + 1
+            event_id = a.event_id.encode() if a.event_id else b""
+            if event_id:
+                ids.append(event_id)
+            fields.append(
+                f"{a.kind} {index} {a.visitor} {a.before} {a.ts_ms} {a.now_ms} "
+                f"{a.client_session} {len(event_id)}"
+            )
+        return [*self._head, " ".join(fields), b"".join(ids), *projects]
+
     async def assign(self, asks: Sequence[Ask]) -> list[Answer] | None:
         """Each event's answer, in order; None when Redis cannot be reached (the caller
         assigns with its own state)."""
         if not self.link.usable():
             self.link.fallbacks += 1
             return None
-        args: list[str | int] = [*self._head]
-        for a in asks:
-            args += [
-                a.kind,
-                a.event_id,
-                a.project_id,
-                str(a.visitor),
-                str(a.before),
-                a.ts_ms,
-                a.now_ms,
-                str(a.client_session),
-            ]
+        args = self._args(asks)
         try:
             out = await self._script(keys=[PREFIX], args=args)
         except (redis.RedisError, OSError) as exc:
@@ -285,22 +324,17 @@ class SharedIdentity:
         self.link.down_until = 0.0
         self.calls += 1
         self.events += len(asks)
-        return [
-            Answer(int(out[i]), int(out[i + 1]), int(out[i + 2] or 0))
-            for i in range(0, len(out), 3)
-        ]
+        values = [int(v) for v in out.split()]
+        return [Answer(*values[i : i + 3]) for i in range(0, len(values), 3)]
 
     async def confirm(self, project_id: str, event_ids: Sequence[str]) -> None:
         """Mark reserved event ids stored (their events are in the spool): duplicates for the
-        dedup window from now on. Redis out of reach: they stay pending until
-        :data:`PENDING_MS` ends (a copy sent after that would be stored again)."""
+        dedup window from now on, in one script call. Redis out of reach: they stay pending
+        until :data:`PENDING_MS` ends (a copy sent after that would be stored again)."""
         if not event_ids:
             return
         try:
-            async with self.link.client.pipeline(transaction=False) as pipe:
-                for e in event_ids:
-                    pipe.set(f"{PREFIX}e:{project_id}:{e}", b"1", px=self.window_ms)
-                await pipe.execute()
+            await self._confirm(keys=[PREFIX], args=[str(self.window_ms), project_id, *event_ids])
         except (redis.RedisError, OSError) as exc:
             self.link.failed(exc)
 

@@ -11,7 +11,8 @@ at start-up, before it takes events, and at each housekeeping tick, and deletes 
 stops, its spool loaded. A node killed keeps its row (its last watermark, older than every event
 its spool holds) until it starts again and loads them: the jobs meanwhile hold back, and a day's
 events loaded late are still found by the rollups' check of events received since a day's
-version. A node removed for good without stopping is deleted by hand (docs/operations.md).
+version. A node removed for good without stopping has its row deleted by the operator
+(:meth:`Watermarks.forget`, ``svcm nodes forget``; docs/operations.md, Several nodes).
 A node's own figure is fresh; the others' are read at each tick, so a little older, which is
 safe (a watermark only grows).
 """
@@ -20,13 +21,31 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 
 from sqlalchemy import Engine, delete, select, update
 
+from svc.errors import Conflict, NotFound
 from svc.meta import tables
 
 log = logging.getLogger(__name__)
 _t = tables.node_watermarks
+
+
+def node_id_of(name: str) -> str:
+    """The node id a name gives (``SVC_NODE_ID`` or the host name): every character not a
+    letter or digit written ``_``, at most 40 characters."""
+    cleaned = "".join(c if c.isalnum() else "_" for c in name)[:40]
+    return cleaned or "node"
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    """One node's row: its watermark and when it last wrote it (ms since the epoch)."""
+
+    node_id: str
+    loaded_through_ms: int
+    updated_ms: int
 
 
 class Watermarks:
@@ -77,10 +96,43 @@ class Watermarks:
         """The least of ``own_ms`` and the other nodes' watermarks as last read."""
         return own_ms if self.others is None else min(own_ms, self.others)
 
-    def rows(self) -> list[tuple[str, int, int]]:
-        """(node id, watermark ms, updated ms) of every node (blocking)."""
+    def rows(self) -> list[NodeRow]:
+        """Every node's row, by node id (blocking)."""
         with self.engine.connect() as conn:
             return [
-                (str(r.node_id), int(r.loaded_through_ms), int(r.updated_at))
+                NodeRow(str(r.node_id), int(r.loaded_through_ms), int(r.updated_at))
                 for r in conn.execute(select(_t).order_by(_t.c.node_id))
             ]
+
+    def forget(self, node_id: str, *, silent_ms: int, force: bool = False) -> NodeRow:
+        """Delete another node's row (a node removed without stopping cleanly), so that the
+        jobs no longer wait for its spool; the row deleted. Refused (:class:`Conflict`) for
+        this node's own row, and, unless ``force``, for a row written within the last
+        ``silent_ms``: its node is alive, and would write it again at its next tick.
+        :class:`NotFound` when no node has that id (blocking)."""
+        if node_id == self.node_id:
+            raise Conflict(
+                f"{node_id} is the node answering: a node deletes its own row when it stops "
+                "with its spool loaded",
+                field="node",
+            )
+        now = int(time.time() * 1000)
+        with self.engine.begin() as conn:
+            found = conn.execute(select(_t).where(_t.c.node_id == node_id)).first()
+            if found is None:
+                raise NotFound(f"no node {node_id} has a watermark row", field="node")
+            row = NodeRow(node_id, int(found.loaded_through_ms), int(found.updated_at))
+            age_ms = now - row.updated_ms
+            if not force and age_ms < silent_ms:
+                raise Conflict(
+                    f"{node_id} wrote its watermark {max(age_ms, 0) / 1000:.1f} s ago: it is "
+                    "alive (stop it; or force, and it writes its row again at its next tick)",
+                    field="node",
+                )
+            stmt = delete(_t).where(_t.c.node_id == node_id)
+            if not force:  # not if it wrote meanwhile: alive after all
+                stmt = stmt.where(_t.c.updated_at == row.updated_ms)
+            if conn.execute(stmt).rowcount == 0 and not force:
+                raise Conflict(f"{node_id} wrote its watermark just now: it is alive", field="node")
+        log.warning("forgot the watermark of node %s (written %d ms ago)", node_id, age_ms)
+        return row

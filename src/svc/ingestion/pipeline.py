@@ -74,6 +74,8 @@ class RequestContext:
     # text, and the visitor id of (salt, address, user agent) of this request.
     received_text: str = ""
     visitor_memo: tuple[bytes, str, str, int] | None = None
+    # The same under yesterday's salt (several nodes: svc.ingestion.shared_identity).
+    before_memo: tuple[bytes, str, str, int] | None = None
     # The last session start (ms) written, as ClickHouse text: a batch's events share few.
     start_memo: tuple[int, str] = (0, "")
     # The project's compiled exclusions (``exclusions_of``), looked up once per request.

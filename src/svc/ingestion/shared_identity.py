@@ -44,9 +44,18 @@ def ask_of(pipeline: Pipeline, d: EventDraft) -> Ask:
         kind = MEASURE_CLIENT if measurement else CLIENT
     else:
         kind = MEASURE_DERIVED if measurement else DERIVED
-        before = identity.visitor_id(
-            pipeline.salts.yesterday(now), project_id, d.address, d.user_agent
-        )
+        salt = pipeline.salts.yesterday(now)
+        memo = ctx.before_memo
+        if (
+            memo is not None
+            and memo[0] is salt
+            and memo[1] == d.address
+            and memo[2] == d.user_agent
+        ):
+            before = memo[3]
+        else:
+            before = identity.visitor_id(salt, project_id, d.address, d.user_agent)
+            ctx.before_memo = (salt, d.address, d.user_agent, before)
     return Ask(kind, d.raw.event_id or "", project_id, visitor, before, d.ts_ms, now, client)
 
 

@@ -88,6 +88,37 @@ def _paths(settings: Settings) -> dict[str, Any]:
                 },
             },
         },
+        "/internal/nodes": {  # svc.http.nodes; docs/operations.md, Several nodes
+            "get": {
+                "summary": "The nodes' watermark rows (admin token)",
+                "security": secured,
+                "responses": {
+                    "200": {"description": "`node` (the answering one), `silentSeconds`, `nodes`."},
+                    **_errors(settings, 401, 403),
+                },
+            },
+        },
+        "/internal/nodes/{node}": {
+            "delete": {
+                "summary": "Delete the watermark row of a node removed without stopping "
+                "(admin token; 409 for the answering node and, without force=true, for a "
+                "live one)",
+                "security": secured,
+                "parameters": [
+                    _param("node", "path", "The node's id (`SVC_NODE_ID`).", True),
+                    _param(
+                        "force",
+                        "query",
+                        "Delete a row written within `silentSeconds` too.",
+                        type="boolean",
+                    ),
+                ],
+                "responses": {
+                    "200": {"description": "`deleted`: the row."},
+                    **_errors(settings, 400, 401, 403, 404, 409),
+                },
+            },
+        },
         **project_paths(settings, secured),
         **dropped_paths(settings, secured, (_errors, _json, _param)),  # dropped_doc
         **mail_paths(settings, secured, _errors, _param),  # svc.http.mail
