@@ -195,11 +195,18 @@ def _properties(extensions: bool) -> str:
 
 
 def generation_sql(
-    events: int, days: int, end: datetime, extensions: bool = False
+    events: int,
+    days: int,
+    end: datetime,
+    extensions: bool = False,
+    sessions: int | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """One INSERT ... SELECT that writes ``events`` rows ending at ``end`` (UTC); with
-    ``extensions``, shares of the browser script's extensions' events among them."""
-    sessions = max(1, int(events / 3.3) + 1000)
+    ``extensions``, shares of the browser script's extensions' events among them.
+    ``sessions``: how many sessions to write (by default a few more than ``events`` needs, the
+    events of the last cut off; fewer: every session whole over all the days, fewer events
+    than ``events``, as a small store wants)."""
+    sessions = sessions or max(1, int(events / 3.3) + 1000)
     span_ms = days * 86_400_000
     start_ms = int((end - timedelta(days=days)).timestamp() * 1000)
     col = {  # column index of SOURCES
@@ -296,19 +303,26 @@ LIMIT {events}
     return sql, {}
 
 
-def generate(data_dir: Path, events: int, days: int, extensions: bool = False) -> dict[str, Any]:
-    """Make the data directory: project via the server, events via EventStore + SQL."""
+def generate(
+    data_dir: Path,
+    events: int,
+    days: int,
+    extensions: bool = False,
+    sessions: int | None = None,
+) -> dict[str, Any]:
+    """Make the data directory: project via the server, events via EventStore + SQL
+    (``sessions`` as :func:`generation_sql` takes it)."""
     from svc.settings import Settings
     from svc.storage.events import EventStore
     from svc.storage.rollups import Rollups
 
     if data_dir.exists():
         shutil.rmtree(data_dir)
-    server = SvcServer(data_dir)
+    server = SvcServer(data_dir, env={"SVC_WARM_UP": "false"})  # no event to enrich
     with server:
         project = server.create_project("bench")
     end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
-    sql, _ = generation_sql(events, days, end, extensions)
+    sql, _ = generation_sql(events, days, end, extensions, sessions)
     store = EventStore(Settings(data_dir=data_dir))
     started = time.perf_counter()
     store.client.command(
@@ -490,16 +504,11 @@ def extension_endpoints(days: int, end_day: str, start_day: str) -> list[tuple[s
     ]
 
 
-def run(
-    data_dir: Path,
-    events: int,
-    days: int,
-    runs: int,
-    regenerate: bool,
-    only: str = "",
-    extensions: bool = False,
-    tree: Path | None = None,
-) -> QueryReport:
+def dataset(
+    data_dir: Path, events: int, days: int, regenerate: bool = False, extensions: bool = False
+) -> dict[str, Any]:
+    """The marker of the store in ``data_dir`` (its project, keys and size), generating it
+    first when it is missing, of another size or kind, or ``regenerate`` is set."""
     marker = data_dir / MARKER
     info: dict[str, Any] | None = None
     if marker.exists() and not regenerate:
@@ -518,6 +527,20 @@ def run(
             f"optimize {info['optimize_s']} s, {info['bytes_on_disk'] / 2**20:.0f} MiB",
             flush=True,
         )
+    return info
+
+
+def run(
+    data_dir: Path,
+    events: int,
+    days: int,
+    runs: int,
+    regenerate: bool,
+    only: str = "",
+    extensions: bool = False,
+    tree: Path | None = None,
+) -> QueryReport:
+    info = dataset(data_dir, events, days, regenerate, extensions)
     end = datetime.fromisoformat(info["end"])
     last_day = (end - timedelta(milliseconds=1)).date()
     first_day = last_day - timedelta(days=info["days"] - 1)
