@@ -15,8 +15,10 @@ filter dimension with ``is`` and with ``contains``; two on distinct dimensions),
 shuffled by the seed and dealt again once used up, so that ``n`` cases hold every value of
 an axis at least once when ``n`` is at least the number of its values (the filter pairs
 excepted: there are more of them than cases), and the values of different axes meet at
-random. A case names its filters' dimensions and operators only; the values come from the
-store (:func:`discover`), so that a filter keeps some of the traffic it is asked about.
+random. A report's own axes (a breakdown's dimension and its order are two) are dealt in
+its cases only: a sample of 300 holds every value of each. A case names its filters'
+dimensions and operators only; the values come from the store (:func:`discover`), so that a
+filter keeps some of the traffic it is asked about.
 
 Standard library and svc only; no I/O but through the ``get`` given to :func:`discover`.
 """
@@ -153,17 +155,17 @@ def filter_dimensions(prop_keys: Sequence[str] = ()) -> list[str]:
 
 def variants(
     prop_keys: Sequence[str] = (), kinds: Sequence[str] = ()
-) -> dict[str, list[tuple[tuple[str, str], ...]]]:
-    """Each report's variants: its own parameters, from the code's lists. ``kinds``: the
-    extensions' breakdown kinds (svc.queries.measurements.KINDS) when the store has their
-    events; each takes its own orders, so it is asked in its default one."""
-    by = [*filter_dimensions(prop_keys)]
+) -> dict[str, list[list[tuple[str, str]]]]:
+    """Each report's own parameters, from the code's lists: per report, its axes (each a list
+    of (name, value) pairs), one value of each making a variant. ``kinds``: the extensions'
+    breakdown kinds (svc.queries.measurements.KINDS) when the store has their events; each
+    takes its own orders, so it is asked in its default one (the order dealt is left out)."""
     return {
-        "metrics": [(("duration", d),) for d in DURATIONS],
-        "timeseries": [(("interval", i),) for i in INTERVALS],
+        "metrics": [[("duration", d) for d in DURATIONS]],
+        "timeseries": [[("interval", i) for i in INTERVALS]],
         "breakdown": [
-            *((("by", b), ("order", f"-{o}")) for b in by for o in ORDERS),
-            *((("by", k),) for k in kinds),
+            [("by", b) for b in [*filter_dimensions(prop_keys), *kinds]],
+            [("order", f"-{o}") for o in ORDERS],
         ],
     }
 
@@ -183,8 +185,10 @@ def sample(
         "span": _Deck([s.name for s in RANGES], rng),
         "compare": _Deck(COMPARES, rng),
     }
-    for report, items in variants(prop_keys, kinds).items():
-        decks[report] = _Deck(items, rng)
+    axes = {
+        report: [_Deck(axis, rng) for axis in report_axes]
+        for report, report_axes in variants(prop_keys, kinds).items()
+    }
     cases = []
     for i in range(n):
         report = decks["report"].deal()
@@ -194,11 +198,14 @@ def sample(
             filters = (decks["one"].deal(),)
         elif count == 2:
             filters = decks["two"].deal()
+        variant = dict(axis.deal() for axis in axes[report])
+        if variant.get("by") in kinds:
+            del variant["order"]
         cases.append(
             Case(
                 i,
                 report,
-                decks[report].deal(),
+                tuple(variant.items()),
                 filters,
                 decks["span"].deal(),
                 decks["compare"].deal() if REPORTS[report] else "",
