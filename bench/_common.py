@@ -59,6 +59,14 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))] if ordered else 0.0
 
 
+def size_label(events: int) -> str:
+    """A count of events as a run file's name says it: ``10m``, ``200k``, ``1500``."""
+    for unit, suffix in ((1_000_000, "m"), (1_000, "k")):
+        if events % unit == 0:
+            return f"{events // unit}{suffix}"
+    return str(events)
+
+
 def peak_rss_bytes(pid: int) -> int:
     """The most resident memory a process has had so far (VmHWM), 0 when unknown."""
     try:

@@ -7,9 +7,10 @@
    ``INSERT INTO events_in SELECT ... FROM numbers(...)`` (its views write `events` and
    the derived tables, as for the loader): about one session per 3.3 events
    (geometric lengths, 30 % one-page sessions), 60 % as many visitors as sessions (a visitor id
-   lives for a day: mixed with the UTC day of its session's start, as in the service), events
-   45-75 s apart, a daily traffic cycle, page paths with a long tail, the first event of each
-   session with a referrer and source (direct, search engines, social networks, a newsletter
+   lives for a day: mixed with the UTC day of its session's start, as in the service; each
+   event carries its session's start, as the service stores it), events 45-75 s apart, a
+   daily traffic cycle, page paths with a long tail, the first event of each session with a
+   referrer and source (direct, search engines, social networks, a newsletter
    with UTM tags, a tail of referring sites), later ones internal; 15 % custom events with
    properties; browsers, systems, devices and countries in realistic shares. Deterministic
    (hashes of the row number), so every run builds the same table. The table is optimised
@@ -194,11 +195,18 @@ def _properties(extensions: bool) -> str:
 
 
 def generation_sql(
-    events: int, days: int, end: datetime, extensions: bool = False
+    events: int,
+    days: int,
+    end: datetime,
+    extensions: bool = False,
+    sessions: int | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """One INSERT ... SELECT that writes ``events`` rows ending at ``end`` (UTC); with
-    ``extensions``, shares of the browser script's extensions' events among them."""
-    sessions = max(1, int(events / 3.3) + 1000)
+    ``extensions``, shares of the browser script's extensions' events among them.
+    ``sessions``: how many sessions to write (by default a few more than ``events`` needs, the
+    events of the last cut off; fewer: every session whole over all the days, fewer events
+    than ``events``, as a small store wants)."""
+    sessions = sessions or max(1, int(events / 3.3) + 1000)
     span_ms = days * 86_400_000
     start_ms = int((end - timedelta(days=days)).timestamp() * 1000)
     col = {  # column index of SOURCES
@@ -215,7 +223,7 @@ def generation_sql(
 INSERT INTO events_in (project_id, ts, received_at, event_id, name, session_id, visitor_id,
     hostname, path, url, referrer, referrer_host, source, channel, utm_source, utm_medium,
     utm_campaign, utm_content, utm_term, click_id, properties, browser, browser_version, os,
-    os_version, device, screen_width, country, region, city)
+    os_version, device, screen_width, country, region, city, session_start)
 SELECT
     {{project:String}},
     ts, ts, '', name, cityHash64(s, 'session'), cityHash64(v, first_day, 'visitor'),
@@ -231,18 +239,21 @@ SELECT
     {_sq([b[0] for b in BROWSERS])}[br_i], {_sq([b[1] for b in BROWSERS])}[br_i],
     {_sq([o[0] for o in SYSTEMS])}[os_i], {_sq([o[1] for o in SYSTEMS])}[os_i],
     {_sq([o[2] for o in SYSTEMS])}[os_i], {_arr([o[3] for o in SYSTEMS])}[os_i],
-    {_sq([c[0] for c in COUNTRIES])}[co_i], '', ''
+    {_sq([c[0] for c in COUNTRIES])}[co_i], '', '', session_start
 FROM
 (
     SELECT s, k, v, day, src_i, br_i, os_i, co_i,
         fromUnixTimestamp64Milli(toInt64(
             {start_ms} + day * 86400000 + sec_of_day * 1000 + k * 45000
             + cityHash64(s, k, 'gap') % 30000), 'UTC') AS ts,
-        -- the UTC day of the session's first event: its visitor id is mixed with it, as the
-        -- service mixes a stored visitor id with the day of its session's start
-        toDate(fromUnixTimestamp64Milli(toInt64(
+        -- the time of the session's first event, stored with each of its events as the
+        -- service stores it (the session rows and their views are keyed by its day)
+        fromUnixTimestamp64Milli(toInt64(
             {start_ms} + day * 86400000 + sec_of_day * 1000
-            + cityHash64(s, toUInt64(0), 'gap') % 30000), 'UTC')) AS first_day,
+            + cityHash64(s, toUInt64(0), 'gap') % 30000), 'UTC') AS session_start,
+        -- its UTC day: the visitor id is mixed with it, as the service mixes a stored
+        -- visitor id with the day of its session's start
+        toDate(session_start) AS first_day,
         {_event_name(extensions)} AS name,
         if(name = '404', concat('/old/page-', toString(cityHash64(s, k, '404') % 30)),
            page_of(s, k)) AS path,
@@ -292,19 +303,26 @@ LIMIT {events}
     return sql, {}
 
 
-def generate(data_dir: Path, events: int, days: int, extensions: bool = False) -> dict[str, Any]:
-    """Make the data directory: project via the server, events via EventStore + SQL."""
+def generate(
+    data_dir: Path,
+    events: int,
+    days: int,
+    extensions: bool = False,
+    sessions: int | None = None,
+) -> dict[str, Any]:
+    """Make the data directory: project via the server, events via EventStore + SQL
+    (``sessions`` as :func:`generation_sql` takes it)."""
     from svc.settings import Settings
     from svc.storage.events import EventStore
     from svc.storage.rollups import Rollups
 
     if data_dir.exists():
         shutil.rmtree(data_dir)
-    server = SvcServer(data_dir)
+    server = SvcServer(data_dir, env={"SVC_WARM_UP": "false"})  # no event to enrich
     with server:
         project = server.create_project("bench")
     end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
-    sql, _ = generation_sql(events, days, end, extensions)
+    sql, _ = generation_sql(events, days, end, extensions, sessions)
     store = EventStore(Settings(data_dir=data_dir))
     started = time.perf_counter()
     store.client.command(
@@ -317,8 +335,9 @@ def generate(data_dir: Path, events: int, days: int, extensions: bool = False) -
     store.client.command("OPTIMIZE TABLE events FINAL")
     optimise_s = time.perf_counter() - started
     started = time.perf_counter()
-    # The generated events carry no session_start: write their sessions (and session pages)
-    # from the events, merged as background merges leave an older month.
+    # The views wrote each session's rows in pieces (one per block of the insert): write the
+    # sessions (and session pages) anew from the events, merged as background merges leave
+    # an older month.
     store.rebuild_sessions()
     store.client.command("OPTIMIZE TABLE sessions FINAL")
     store.client.command("OPTIMIZE TABLE session_pages FINAL")
@@ -485,16 +504,11 @@ def extension_endpoints(days: int, end_day: str, start_day: str) -> list[tuple[s
     ]
 
 
-def run(
-    data_dir: Path,
-    events: int,
-    days: int,
-    runs: int,
-    regenerate: bool,
-    only: str = "",
-    extensions: bool = False,
-    tree: Path | None = None,
-) -> QueryReport:
+def dataset(
+    data_dir: Path, events: int, days: int, regenerate: bool = False, extensions: bool = False
+) -> dict[str, Any]:
+    """The marker of the store in ``data_dir`` (its project, keys and size), generating it
+    first when it is missing, of another size or kind, or ``regenerate`` is set."""
     marker = data_dir / MARKER
     info: dict[str, Any] | None = None
     if marker.exists() and not regenerate:
@@ -513,6 +527,20 @@ def run(
             f"optimize {info['optimize_s']} s, {info['bytes_on_disk'] / 2**20:.0f} MiB",
             flush=True,
         )
+    return info
+
+
+def run(
+    data_dir: Path,
+    events: int,
+    days: int,
+    runs: int,
+    regenerate: bool,
+    only: str = "",
+    extensions: bool = False,
+    tree: Path | None = None,
+) -> QueryReport:
+    info = dataset(data_dir, events, days, regenerate, extensions)
     end = datetime.fromisoformat(info["end"])
     last_day = (end - timedelta(milliseconds=1)).date()
     first_day = last_day - timedelta(days=info["days"] - 1)

@@ -117,6 +117,7 @@ from _common import (
     peak_rss_bytes,
     percentile,
     rss_bytes,
+    size_label,
 )
 from query_bench import generation_sql
 
@@ -876,13 +877,6 @@ def server_pid(server: SvcServer) -> int:
 
 def requests_of(tenants: list[Tenant]) -> list[Req]:
     return tenants[0].requests if tenants else []
-
-
-def size_label(events: int) -> str:
-    for unit, suffix in ((1_000_000, "m"), (1_000, "k")):
-        if events % unit == 0:
-            return f"{events // unit}{suffix}"
-    return str(events)
 
 
 def parse_env(pairs: list[str]) -> dict[str, str]:
