@@ -95,6 +95,7 @@ PARAMS = {
     "token": "svc_invite_" + "0" * 40,
     "extensions": "nonexistent",
     "path": "nonexistent.js",
+    "node": "node_removed",
 }
 
 

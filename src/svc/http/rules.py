@@ -47,6 +47,8 @@ RULES: dict[str, str] = {
     "POST /internal/backup": ADMIN,
     "GET /internal/backup": ADMIN,
     "POST /internal/lake": ADMIN,
+    "GET /internal/nodes": ADMIN,
+    "DELETE /internal/nodes/{node}": ADMIN,
     # projects and keys
     "POST /projects": "manage",  # on the team it is created in
     "GET /projects": ANY,
