@@ -771,6 +771,18 @@ def _errors(settings: Settings, *statuses: int) -> dict[str, Any]:
     return {str(s): _json("Error", text[s]) for s in statuses}
 
 
+def _busy() -> dict[str, Any]:
+    """The 503 of a read or an export the read scheduler did not admit (svc.reads)."""
+    return {
+        "503": _json(
+            "Error",
+            "The store is busy (`busy`): the read could not start within "
+            "SVC_READ_QUEUE_SECONDS (its project's share of reads, or every read slot, was "
+            "taken), or needed more memory than one read may take; see Retry-After.",
+        )
+    }
+
+
 def _analytics(settings: Settings, secured: list[dict[str, list[str]]]) -> dict[str, Any]:
     batch = {
         "type": "array",
@@ -827,6 +839,7 @@ def _reports(settings: Settings, secured: list[dict[str, list[str]]]) -> dict[st
                 "responses": {
                     "200": _json(answer, summary),
                     **_errors(settings, 400, 401, 403, 404, 429),
+                    **_busy(),
                 },
             }
         }
@@ -1196,6 +1209,7 @@ def _paths(settings: Settings) -> dict[str, Any]:
                         },
                     },
                     **_errors(settings, 400, 401, 403, 404),
+                    **_busy(),
                 },
             }
         },

@@ -141,6 +141,11 @@ _CURRENT_READ: contextvars.ContextVar[Read | None] = contextvars.ContextVar(
 )
 
 
+def current_read() -> Read | None:
+    """The :class:`Read` whose :meth:`Read.run` the caller is under, if any."""
+    return _CURRENT_READ.get()
+
+
 def timeout_error(read: Read) -> QueryTimeout:
     return QueryTimeout(
         f"the report took longer than {read.timeout_s:g} s (SVC_QUERY_TIMEOUT_SECONDS) and was "
