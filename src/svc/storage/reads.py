@@ -170,6 +170,12 @@ def read_errors() -> Iterator[None]:
             raise timeout_error(read) from exc
         if code == QUERY_WAS_CANCELLED and read.cancelled:
             raise ReadCancelled(read.id) from exc
+        if code == MEMORY_LIMIT_EXCEEDED and "(total)" in str(exc):  # the engine's cap
+            raise Busy(
+                "the store is at its memory cap (from SVC_MEMORY_LIMIT_MB, the service's "
+                "budget): retry when it is quieter, or narrow the range or the filters",
+                headers={"Retry-After": "5"},
+            ) from exc
         if code == MEMORY_LIMIT_EXCEEDED:
             raise Busy(
                 "the read needed more memory than one read may take (SVC_READ_MEMORY_LIMIT_MB): "
