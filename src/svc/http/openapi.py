@@ -783,6 +783,13 @@ def _busy() -> dict[str, Any]:
     }
 
 
+def _busy_too(paths: dict[str, Any]) -> dict[str, Any]:
+    """``paths`` (reads of the overview, admitted as reads), each GET with the 503 busy."""
+    for item in paths.values():
+        item["get"]["responses"].update(_busy())
+    return paths
+
+
 def _analytics(settings: Settings, secured: list[dict[str, list[str]]]) -> dict[str, Any]:
     batch = {
         "type": "array",
@@ -1188,7 +1195,7 @@ def _paths(settings: Settings) -> dict[str, Any]:
     return {
         "/analytics": _analytics(settings, secured),
         **_reports(settings, secured),
-        **overview_paths(settings, secured, (_errors, _json, _param)),  # overview_doc
+        **_busy_too(overview_paths(settings, secured, (_errors, _json, _param))),  # overview_doc
         "/export": {
             "get": {
                 "summary": "Raw events of a range as NDJSON, CSV or Parquet",
