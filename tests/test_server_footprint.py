@@ -1,4 +1,5 @@
-"""The server process loads what it uses: no data-frame libraries (pandas, pyarrow, numpy).
+"""The server process loads what it uses: no data-frame libraries (pandas, pyarrow, numpy),
+no single sign-on client unless it signs someone in.
 
 clickhouse-connect and chDB import them when they are installed (they are, as chDB's
 dependencies); svc hands the store rows, bytes and text only, and keeping them out saves
@@ -55,6 +56,9 @@ def test_the_server_loads_no_data_frame_library(server: Server) -> None:
         if any(f"site-packages/{name}/" in path for name in DATA_FRAME_LIBRARIES)
     ]
     assert loaded == []
+    # nor single sign-on's (Authlib's cryptography): imported by the first sign-on only
+    mapped = _mapped_files(server.proc.pid)
+    assert not [path for path in mapped if "site-packages/cryptography/" in path]
     # The export is a Parquet file that pyarrow (in this process) reads back.
     import pyarrow.parquet as pq
 

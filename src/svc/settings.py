@@ -324,10 +324,12 @@ class Settings:
         "Longest a read waits for its turn; past it the answer is 503 busy with Retry-After.",
     )
     memory_limit_mb: int = _setting(
-        0,
-        "The service's memory budget (MB of resident memory): while it is over it, reads of "
-        "GET /metrics* run one at a time, the others waiting their turn or answered 503 busy. "
-        "0: no budget.",
+        768,
+        "The service's memory budget (MB of resident memory; the default suits a machine of "
+        "1 GB): while it is over it, reads of GET /metrics* and exports run one at a time, the "
+        "others waiting their turn or answered 503 busy; the memory the embedded store tracks "
+        "is capped at the budget less the Python side's share (192 MB; at least 128 MB), and "
+        "a read that would take it past that is answered 503 busy. 0: no budget.",
     )
     read_memory_limit_mb: int = _setting(
         512,

@@ -1,12 +1,14 @@
 """Many tenants at once, against a real server (issue 39): one project's slow reads (long
 paths under a costly pattern) neither hold another project's reads back nor /health nor the
-loader; a project past its share of reads waits its turn or gets 503 ``busy``; a read past
-its memory is refused and the server stays healthy. Functional, not timed: each test checks
-what answered while the slow reads were still running."""
+loader; a project past its share of reads waits its turn or gets 503 ``busy``; an export
+takes a slot of its project's share until its client leaves; a read past its memory is
+refused and the server stays healthy. Functional, not timed: each test checks what answered
+while the slow reads were still running."""
 
 from __future__ import annotations
 
 import random
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -84,12 +86,14 @@ def until(check: Callable[[], bool], timeout: float = 30) -> None:
 
 @pytest.fixture(scope="module")
 def capped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Any, Any]]:
-    """One read at a time per project, a short wait for a turn."""
+    """One read at a time per project, a short wait for a turn; an export's hours each a
+    piece of their own."""
     srv, big, small = start(
         tmp_path_factory.mktemp("fair-reads"),
         SVC_READ_SLOTS="3",
         SVC_READS_PER_PROJECT="1",
         SVC_READ_QUEUE_SECONDS="1",
+        SVC_EXPORT_PIECE_EVENTS="1",
     )
     yield srv, big, small
     srv.stop()
@@ -125,6 +129,67 @@ def test_a_project_over_its_share_waits_its_turn(
     light = [Background(srv, small, LIGHT) for _ in range(4)]
     assert [b.wait().status_code for b in light] == [200] * 4  # each within the 1 s wait
     assert reads_of(srv)["running"] == 0
+
+
+def held_export(srv: Server, project: dict[str, Any]) -> socket.socket:
+    """A GET /export of ``project`` whose client takes the headers and then reads nothing:
+    the server sends pieces until the sockets' buffers are full (a few megabytes on
+    loopback), then waits with pieces left, so the export is under way until the socket
+    closes."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before the window is agreed
+    sock.settimeout(30)
+    sock.connect(("127.0.0.1", srv.port))
+    token = project["keys"]["secret"]
+    sock.sendall(
+        f"GET /export?from={D} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Authorization: Bearer {token}\r\n\r\n".encode()
+    )
+    head = b""
+    while b"\r\n\r\n" not in head:
+        got = sock.recv(1024)
+        assert got, head
+        head += got
+    assert head.startswith(b"HTTP/1.1 200"), head[:300]
+    return sock
+
+
+def test_an_export_takes_a_slot_of_its_projects_share_until_its_client_leaves(
+    capped: tuple[Server, dict[str, Any], dict[str, Any]],
+) -> None:
+    srv, _, small = capped
+    # ~6.8 MB of export in 16 pieces (an hour each): more than loopback's buffers take
+    wide = srv.create_project("wide", domains=["acme.test"])
+    properties = {f"p{k}": "x" * 2000 for k in range(40)}
+    events = [
+        ev(1, at(hour, minute), path="/" + "x" * 2000, properties=properties)
+        for hour in range(16)
+        for minute in range(5)
+    ]
+    for first in range(0, len(events), 10):  # within the body limit (1 MB)
+        assert srv.send(wide["keys"]["secret"], events[first : first + 10]).status_code == 200
+    srv.wait_loaded()
+    sock = held_export(srv, wide)
+    try:
+        assert reads_of(srv)["running"] == 1  # taken before the headers left
+        # the project's one slot is the export's: its read waits its turn, then is busy
+        r = httpx.get(srv.url + "/metrics", params=LIGHT, headers=bearer(wide), timeout=30)
+        assert is_error(r, 503)["error"]["code"] == "busy" and int(r.headers["Retry-After"]) >= 1
+        # and so is its next export: the JSON error, before any byte of a file
+        r = httpx.get(srv.url + "/export", params=LIGHT, headers=bearer(wide), timeout=30)
+        assert is_error(r, 503)["error"]["code"] == "busy" and "Retry-After" in r.headers
+        # another project's read starts at once
+        r = httpx.get(srv.url + "/metrics", params=LIGHT, headers=bearer(small), timeout=30)
+        assert r.status_code == 200 and r.json()["pageviews"] >= 2, r.text
+        assert reads_of(srv)["running"] == 1, "the export ended while its client read nothing"
+    finally:
+        sock.close()
+    # the client left: the export gives its slot back, and the project reads again
+    until(lambda: reads_of(srv)["running"] == 0)
+    r = httpx.get(srv.url + "/metrics", params=LIGHT, headers=bearer(wide), timeout=30)
+    assert r.status_code == 200 and r.json()["pageviews"] == len(events), r.text
+    log = srv.log()
+    assert "the client went away" in log and "Traceback" not in log, log[-3000:]
 
 
 def test_health_answers_while_every_read_handle_is_busy(tmp_path: Path) -> None:

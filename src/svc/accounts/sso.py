@@ -22,12 +22,11 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from svc import credentials
 from svc.accounts import roles, sso_store, store, teams, tokens
-from svc.accounts.oidc import BadIdToken, OidcClient, ProviderRefused, ProviderUnavailable
 from svc.accounts.pseudonyms import pseudonym
 from svc.accounts.service import AccountService
 from svc.accounts.store import Account
@@ -36,6 +35,9 @@ from svc.errors import ApiError, Conflict, InvalidRequest, NotFound
 from svc.mail import links
 from svc.settings import Settings
 from svc.timeutil import iso_ms
+
+if TYPE_CHECKING:  # imported when single sign-on is used: Authlib and its cryptography
+    from svc.accounts.oidc import OidcClient, ProviderUnavailable
 
 log = logging.getLogger("svc.accounts")
 
@@ -172,6 +174,8 @@ class SsoService:
     def client(self) -> OidcClient:
         require_sso(self.settings)
         if self._client is None:
+            from svc.accounts.oidc import OidcClient
+
             s = self.settings
             redirect = links.public_base(s) + CALLBACK_PATH
             self._client = OidcClient(
@@ -183,6 +187,8 @@ class SsoService:
         """A sign-in begun: where to send the browser, and the binding it keeps. Each takes
         a token from the client address's bucket (``SVC_SSO_LIMIT_PER_ADDRESS``; 429 while
         it is empty)."""
+        from svc.accounts.oidc import ProviderUnavailable
+
         client = self.client
         await self.starts.take(address, "")
         try:
@@ -203,6 +209,8 @@ class SsoService:
 
     async def finish(self, code: object, state: object, binding: object) -> dict[str, Any]:
         """The session of the person the provider signed in (see the module)."""
+        from svc.accounts.oidc import BadIdToken, ProviderRefused, ProviderUnavailable
+
         client = self.client
         code_text = _text(code, "code")
         state_text = _text(state, "state")

@@ -1,9 +1,10 @@
 """Admission of reads: a fixed number at once, a few per tenant, tenants served in turn.
 
-Every read of ``GET /metrics*`` asks :meth:`ReadScheduler.admit` for a slot before it touches
-the store, naming its tenant (a project, or one share link of it: :func:`tenant_of`). A slot
-is one of the store's read handles (:class:`svc.storage.read_handles.ReadHandles`), so at
-most ``slots`` reads run at once, whatever the number of requests.
+Every read of ``GET /metrics*`` (and every export of ``GET /export``, for as long as it
+streams) asks :meth:`ReadScheduler.admit` for a slot before it touches the store, naming its
+tenant (a project, or one share link of it: :func:`tenant_of`). A slot is one of the store's
+read handles (:class:`svc.storage.read_handles.ReadHandles`), so at most ``slots`` reads run
+at once, whatever the number of requests.
 
 - **A few per tenant.** A tenant has at most ``per_tenant`` reads running; its other reads
   wait in its own queue, so one tenant's burst (a dashboard's fifteen panels, a script's

@@ -35,6 +35,34 @@ EMBEDDED_ALLOCATOR_CONF = "dirty_decay_ms:1000"
 #: name any path (svc.backup; only svc's own statements reach the engine).
 CHDB_OPTIONS = {"backups.allowed_path": "/"}
 
+#: The Python side's share of the memory budget (MB): what the process holds in memory of its
+#: own outside the engine's (the interpreter, the modules, the enrichment data, the requests'
+#: buffers). The engine's library pages (~200 MB, read from its file, which the kernel may drop
+#: and read again) are in neither that share nor the cap (docs/benchmarks.md, Memory).
+PYTHON_SHARE_MB = 192
+#: The least the engine is capped at (MB), whatever the budget: room for its inserts.
+LEAST_ENGINE_CAP_MB = 128
+
+
+def engine_memory_cap_mb(settings: Settings) -> int:
+    """The cap on the memory the embedded engine tracks (``max_server_memory_usage``): the
+    service's budget (``SVC_MEMORY_LIMIT_MB``) less the Python side's share; 0 (no cap of
+    ours: ClickHouse's own, 90 % of the machine's memory) without a budget or with a
+    ClickHouse server (whose memory is its operator's)."""
+    if settings.clickhouse_url or settings.memory_limit_mb <= 0:
+        return 0
+    return max(LEAST_ENGINE_CAP_MB, settings.memory_limit_mb - PYTHON_SHARE_MB)
+
+
+def chdb_options(settings: Settings) -> dict[str, str]:
+    """The embedded engine's start-up options (:data:`CHDB_OPTIONS`) and its memory cap. The
+    first connection of a process starts the engine: its options hold for the others."""
+    cap = engine_memory_cap_mb(settings)
+    if not cap:
+        return dict(CHDB_OPTIONS)
+    return {**CHDB_OPTIONS, "max_server_memory_usage": str(cap * 1024 * 1024)}
+
+
 #: The start of SQL that writes nothing to the tables (a command or query whose SQL starts
 #: otherwise may write).
 _READ_SQL = re.compile(
@@ -80,7 +108,7 @@ def connect(settings: Settings) -> Client:
         )
     settings.chdb_path.mkdir(parents=True, exist_ok=True)
     return clickhouse_connect.get_client(
-        dsn=f"chdb://{settings.chdb_path.resolve()}", chdb_options=CHDB_OPTIONS
+        dsn=f"chdb://{settings.chdb_path.resolve()}", chdb_options=chdb_options(settings)
     )
 
 

@@ -141,6 +141,11 @@ _CURRENT_READ: contextvars.ContextVar[Read | None] = contextvars.ContextVar(
 )
 
 
+def current_read() -> Read | None:
+    """The :class:`Read` whose :meth:`Read.run` the caller is under, if any."""
+    return _CURRENT_READ.get()
+
+
 def timeout_error(read: Read) -> QueryTimeout:
     return QueryTimeout(
         f"the report took longer than {read.timeout_s:g} s (SVC_QUERY_TIMEOUT_SECONDS) and was "
@@ -165,6 +170,12 @@ def read_errors() -> Iterator[None]:
             raise timeout_error(read) from exc
         if code == QUERY_WAS_CANCELLED and read.cancelled:
             raise ReadCancelled(read.id) from exc
+        if code == MEMORY_LIMIT_EXCEEDED and "(total)" in str(exc):  # the engine's cap
+            raise Busy(
+                "the store is at its memory cap (from SVC_MEMORY_LIMIT_MB, the service's "
+                "budget): retry when it is quieter, or narrow the range or the filters",
+                headers={"Retry-After": "5"},
+            ) from exc
         if code == MEMORY_LIMIT_EXCEEDED:
             raise Busy(
                 "the read needed more memory than one read may take (SVC_READ_MEMORY_LIMIT_MB): "

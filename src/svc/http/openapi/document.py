@@ -11,7 +11,7 @@ from svc.http.dropped_doc import dropped_paths
 from svc.http.mail import openapi_paths as mail_paths
 from svc.http.openapi.ingestion_paths import analytics_path
 from svc.http.openapi.page_paths import page_paths
-from svc.http.openapi.parts import RANGE_PARAMS, _errors, _json, _param, _ref
+from svc.http.openapi.parts import RANGE_PARAMS, _busy, _busy_too, _errors, _json, _param, _ref
 from svc.http.openapi.project_paths import project_paths
 from svc.http.openapi.report_paths import report_paths
 from svc.http.openapi.schemas import schemas
@@ -26,7 +26,7 @@ def _paths(settings: Settings) -> dict[str, Any]:
     return {
         "/analytics": analytics_path(settings, secured),
         **report_paths(settings, secured),
-        **overview_paths(settings, secured, (_errors, _json, _param)),  # overview_doc
+        **_busy_too(overview_paths(settings, secured, (_errors, _json, _param))),  # overview_doc
         "/export": {
             "get": {
                 "summary": "Raw events of a range as NDJSON, CSV or Parquet",
@@ -47,6 +47,7 @@ def _paths(settings: Settings) -> dict[str, Any]:
                         },
                     },
                     **_errors(settings, 400, 401, 403, 404),
+                    **_busy(),
                 },
             }
         },

@@ -19,6 +19,25 @@ def _json(name: str, description: str) -> dict[str, Any]:
     return {"description": description, "content": {JSON: {"schema": _ref(name)}}}
 
 
+def _busy() -> dict[str, Any]:
+    """The 503 of a read or an export the read scheduler did not admit (svc.reads)."""
+    return {
+        "503": _json(
+            "Error",
+            "The store is busy (`busy`): the read could not start within "
+            "SVC_READ_QUEUE_SECONDS (its project's share of reads, or every read slot, was "
+            "taken), or needed more memory than one read may take; see Retry-After.",
+        )
+    }
+
+
+def _busy_too(paths: dict[str, Any]) -> dict[str, Any]:
+    """``paths`` (reads of the overview, admitted as reads), each GET with the 503 busy."""
+    for item in paths.values():
+        item["get"]["responses"].update(_busy())
+    return paths
+
+
 def _param(
     name: str, where: str, description: str, required: bool = False, **schema: Any
 ) -> dict[str, Any]:

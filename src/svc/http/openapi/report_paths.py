@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from svc.http.openapi.base import JSON
-from svc.http.openapi.parts import PREFLIGHT, RANGE_PARAMS, _errors, _json, _param, _ref
+from svc.http.openapi.parts import PREFLIGHT, RANGE_PARAMS, _busy, _errors, _json, _param, _ref
 from svc.queries.breakdown import MAX_OFFSET
 from svc.queries.filters import OPERATORS
 from svc.queries.journeys import MAX_DEPTH
@@ -40,6 +40,7 @@ def report_paths(settings: Settings, secured: list[dict[str, list[str]]]) -> dic
                 "responses": {
                     "200": _json(answer, summary),
                     **_errors(settings, 400, 401, 403, 404, 429),
+                    **_busy(),
                 },
             }
         }
