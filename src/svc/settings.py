@@ -327,9 +327,15 @@ class Settings:
         768,
         "The service's memory budget (MB of resident memory; the default suits a machine of "
         "1 GB): while it is over it, reads of GET /metrics* and exports run one at a time, the "
-        "others waiting their turn or answered 503 busy; the memory the embedded store tracks "
-        "is capped at the budget less the Python side's share (192 MB; at least 128 MB), and "
-        "a read that would take it past that is answered 503 busy. 0: no budget.",
+        "others waiting their turn or answered 503 busy. 0: no budget.",
+    )
+    engine_memory_limit_mb: int = _setting(
+        0,
+        "Cap on the memory the embedded store tracks (MB; ClickHouse's "
+        "max_server_memory_usage): a read that would take it past the cap is answered 503 "
+        "busy. 0: ClickHouse's own (90 % of the machine). The store's own work needs room "
+        "under it: a table rebuilt by a migration or the rollups of a large store (a 10M-event "
+        "insert through the views took 580 MB); on a 1 GB machine with a small store, 576.",
     )
     read_memory_limit_mb: int = _setting(
         512,

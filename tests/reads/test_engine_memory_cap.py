@@ -1,6 +1,6 @@
-"""The embedded engine's own memory is capped from the service's budget (issue 39): chDB takes
-``max_server_memory_usage`` as a start-up option, a read that would take the engine past it
-is refused as 503 ``busy`` naming the budget, and the engine goes on answering."""
+"""The embedded engine's own memory can be capped (issue 39, SVC_ENGINE_MEMORY_LIMIT_MB): chDB
+takes ``max_server_memory_usage`` as a start-up option, a read that would take the engine past
+it is refused as 503 ``busy`` naming the setting, and the engine goes on answering."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from svc.settings import Settings
-from svc.storage.handles import LEAST_ENGINE_CAP_MB, PYTHON_SHARE_MB, engine_memory_cap_mb
+from svc.storage.handles import LEAST_ENGINE_CAP_MB, engine_memory_cap_mb
 from tests.support import ROOT
 
 MB = 1024 * 1024
@@ -23,7 +23,7 @@ from svc.settings import Settings
 from svc.storage.events import EventStore, Read
 
 settings = Settings.from_env(
-    data_dir=Path(sys.argv[1]), memory_limit_mb=int(sys.argv[2]), read_memory_limit_mb=0
+    data_dir=Path(sys.argv[1]), engine_memory_limit_mb=int(sys.argv[2]), read_memory_limit_mb=0
 )
 store = EventStore(settings)
 cap = "SELECT value FROM system.server_settings WHERE name = 'max_server_memory_usage'"
@@ -38,16 +38,16 @@ print(json.dumps(out))
 """
 
 
-def test_the_engine_is_capped_at_the_budget_less_the_python_sides_share() -> None:
-    assert engine_memory_cap_mb(Settings()) == Settings().memory_limit_mb - PYTHON_SHARE_MB
-    assert engine_memory_cap_mb(Settings(memory_limit_mb=200)) == LEAST_ENGINE_CAP_MB
-    assert engine_memory_cap_mb(Settings(memory_limit_mb=0)) == 0  # no budget: ClickHouse's
-    server = Settings(memory_limit_mb=768, clickhouse_url="http://localhost:8123")
+def test_the_engine_is_capped_only_when_asked() -> None:
+    assert engine_memory_cap_mb(Settings()) == 0  # ClickHouse's own: room for rebuilds
+    assert engine_memory_cap_mb(Settings(engine_memory_limit_mb=576)) == 576
+    assert engine_memory_cap_mb(Settings(engine_memory_limit_mb=50)) == LEAST_ENGINE_CAP_MB
+    server = Settings(engine_memory_limit_mb=576, clickhouse_url="http://localhost:8123")
     assert engine_memory_cap_mb(server) == 0  # a server's memory is its operator's
 
 
 def test_a_read_past_the_engines_cap_is_busy_and_the_engine_goes_on(tmp_path: Path) -> None:
-    budget = PYTHON_SHARE_MB + LEAST_ENGINE_CAP_MB
+    budget = LEAST_ENGINE_CAP_MB
     run = subprocess.run(
         [sys.executable, "-c", SCRIPT, str(tmp_path / "data"), str(budget)],
         capture_output=True,
@@ -59,5 +59,5 @@ def test_a_read_past_the_engines_cap_is_busy_and_the_engine_goes_on(tmp_path: Pa
     out = json.loads(run.stdout.strip().splitlines()[-1])
     assert out["cap"] == LEAST_ENGINE_CAP_MB * MB, out
     code, message, retry = out["big"]
-    assert code == "busy" and "SVC_MEMORY_LIMIT_MB" in message and retry, out
+    assert code == "busy" and "SVC_ENGINE_MEMORY_LIMIT_MB" in message and retry, out
     assert out["after"] == 1000, out

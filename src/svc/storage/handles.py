@@ -35,23 +35,19 @@ EMBEDDED_ALLOCATOR_CONF = "dirty_decay_ms:1000"
 #: name any path (svc.backup; only svc's own statements reach the engine).
 CHDB_OPTIONS = {"backups.allowed_path": "/"}
 
-#: The Python side's share of the memory budget (MB): what the process holds in memory of its
-#: own outside the engine's (the interpreter, the modules, the enrichment data, the requests'
-#: buffers). The engine's library pages (~200 MB, read from its file, which the kernel may drop
-#: and read again) are in neither that share nor the cap (docs/benchmarks.md, Memory).
-PYTHON_SHARE_MB = 192
-#: The least the engine is capped at (MB), whatever the budget: room for its inserts.
+#: The least the engine is capped at (MB), whatever the setting: room for its inserts.
 LEAST_ENGINE_CAP_MB = 128
 
 
 def engine_memory_cap_mb(settings: Settings) -> int:
-    """The cap on the memory the embedded engine tracks (``max_server_memory_usage``): the
-    service's budget (``SVC_MEMORY_LIMIT_MB``) less the Python side's share; 0 (no cap of
-    ours: ClickHouse's own, 90 % of the machine's memory) without a budget or with a
-    ClickHouse server (whose memory is its operator's)."""
-    if settings.clickhouse_url or settings.memory_limit_mb <= 0:
+    """The cap on the memory the embedded engine tracks (``max_server_memory_usage``),
+    ``SVC_ENGINE_MEMORY_LIMIT_MB`` (at least :data:`LEAST_ENGINE_CAP_MB`); 0 (no cap of
+    ours: ClickHouse's own, 90 % of the machine's memory) when unset or with a ClickHouse
+    server (whose memory is its operator's). The engine tracks its own allocations only: its
+    library's pages and the Python side are outside it (docs/benchmarks.md, Memory)."""
+    if settings.clickhouse_url or settings.engine_memory_limit_mb <= 0:
         return 0
-    return max(LEAST_ENGINE_CAP_MB, settings.memory_limit_mb - PYTHON_SHARE_MB)
+    return max(LEAST_ENGINE_CAP_MB, settings.engine_memory_limit_mb)
 
 
 def chdb_options(settings: Settings) -> dict[str, str]:

@@ -172,8 +172,8 @@ def read_errors() -> Iterator[None]:
             raise ReadCancelled(read.id) from exc
         if code == MEMORY_LIMIT_EXCEEDED and "(total)" in str(exc):  # the engine's cap
             raise Busy(
-                "the store is at its memory cap (from SVC_MEMORY_LIMIT_MB, the service's "
-                "budget): retry when it is quieter, or narrow the range or the filters",
+                "the store is at its memory cap (SVC_ENGINE_MEMORY_LIMIT_MB): retry when it "
+                "is quieter, or narrow the range or the filters",
                 headers={"Retry-After": "5"},
             ) from exc
         if code == MEMORY_LIMIT_EXCEEDED:
