@@ -278,3 +278,34 @@ def test_a_broken_store_is_waited_for_not_blamed_on_the_data(fresh_server: Serve
     assert pipeline["quarantinedRecords"] == 0 and not quarantine_index(srv.data_dir)
     assert list((srv.data_dir / "spool").glob("*.ready"))
     srv.stop()
+
+
+def test_a_segment_that_cannot_be_deleted_stops_the_loader_for_no_longer(
+    fresh_server: Server,
+) -> None:
+    """A failure outside a load's own handling is the loader's error and retried, never the
+    loader's end: a segment loaded into the store but immutable (``chattr +i``: deleting it
+    fails) keeps the loader retrying, /health naming the error, and once it can be deleted
+    the spool drains with every acknowledged event stored once (each retry's insert is
+    dropped by its deduplication token)."""
+    srv = fresh_server
+    project, acks, segment = _spooled_then_killed(srv, "undeletable", 2)
+    sealed = segment.with_suffix(".ready")  # as the next start's recovery would name it
+    segment.rename(sealed)
+    if subprocess.run(["chattr", "+i", str(sealed)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i needs root and a filesystem that keeps the flag")
+    try:
+        srv.start(healthy=False)
+        deadline = time.monotonic() + 20
+        while not (pipeline := srv.health()["pipeline"])["loaderError"]:
+            assert time.monotonic() < deadline, pipeline
+            time.sleep(0.1)
+        assert "PermissionError" in pipeline["loaderError"], pipeline
+        time.sleep(1.5)  # retries meanwhile, each insert of the segment dropped as a replay
+        assert pipeline["backlogEvents"] == 20 and sealed.exists()
+    finally:
+        subprocess.run(["chattr", "-i", str(sealed)], check=True)
+    srv.wait_loaded()
+    assert srv.health()["pipeline"]["loaderError"] is None
+    assert_exactly(stored_seqs(srv, project), set(acks.ok))
+    srv.stop()

@@ -235,8 +235,22 @@ class Loader:
         return True
 
     async def _load_one(self, segment: Segment) -> bool:
-        async with self.hold:
-            return await self._load_held(segment)
+        """Load ``segment``; False when it stays spooled (retried later). A failure that the
+        load's own handling does not foresee (a loaded segment that cannot be deleted) is the
+        loader's error as well, never the end of the loader's task or of a start-up drain."""
+        try:
+            async with self.hold:
+                return await self._load_held(segment)
+        except Exception as exc:
+            if self.last_error is None:
+                log.exception("loading %s failed, will retry", segment.path.name)
+            self._failed(exc)
+            return False
+
+    def _failed(self, exc: Exception) -> None:
+        """Record ``exc`` as the loader's error (/health's ``loaderError``)."""
+        self.last_error = f"{type(exc).__name__}: {exc}"[:500]
+        self.last_error_at = time.time()
 
     async def _load_held(self, segment: Segment) -> bool:
         started = time.perf_counter()
@@ -246,8 +260,7 @@ class Loader:
         except Exception as exc:  # any store failure: keep the segment, retry later
             if self.last_error is None:
                 log.warning("loading %s failed, will retry: %s", segment.path.name, exc)
-            self.last_error = f"{type(exc).__name__}: {exc}"[:500]
-            self.last_error_at = time.time()
+            self._failed(exc)
             return False
         segment.path.unlink(missing_ok=True)
         if self.spool.ready and self.spool.ready[0] is segment:
