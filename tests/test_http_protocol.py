@@ -78,16 +78,20 @@ def request(
     return head + extra + b"\r\n" + body
 
 
-def exchange(port: int, *parts: bytes, pause: float = 0.0, idle: float = 0.6) -> bytes:
+def exchange(
+    port: int, *parts: bytes, pause: float = 0.0, idle: float = 0.6, first: float = 10.0
+) -> bytes:
     """Send ``parts`` (``pause`` seconds apart) on one connection; everything read until the
-    server closes it or says nothing for ``idle`` seconds."""
+    server closes it or, once it has answered, says nothing for ``idle`` seconds. Its first
+    answer may take up to ``first`` seconds (a loaded machine; the first event of a server
+    loads the user-agent rules)."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
     try:
         for i, part in enumerate(parts):
             if i and pause:
                 time.sleep(pause)
             sock.sendall(part)
-        sock.settimeout(idle)
+        sock.settimeout(first)
         out = b""
         while True:
             try:
@@ -97,6 +101,7 @@ def exchange(port: int, *parts: bytes, pause: float = 0.0, idle: float = 0.6) ->
             if not chunk:
                 break
             out += chunk
+            sock.settimeout(idle)
         return out
     finally:
         sock.close()

@@ -333,7 +333,7 @@ class Settings:
         0,
         "Cap on the memory the embedded store tracks (MB; ClickHouse's "
         "max_server_memory_usage): a read that would take it past the cap is answered 503 "
-        "busy. 0: ClickHouse's own (90 % of the machine). The store's own work needs room "
+        "busy. 0: ClickHouse's own (nine tenths of the machine). The store's own work needs room "
         "under it: a table rebuilt by a migration or the rollups of a large store (a 10M-event "
         "insert through the views took 580 MB); on a 1 GB machine with a small store, 576.",
     )
