@@ -89,6 +89,10 @@ def test_backup_under_load_restores_every_acknowledged_event_once(
             headers={"Authorization": f"Bearer {busy_key}", "User-Agent": BROWSER_UA}, timeout=10
         ) as http:
             while not stop.is_set():
+                # paced (at most ~500 events/s): a load, not a hog of the cores the
+                # suite shares with its other test processes
+                if stop.wait(0.02):
+                    break
                 ids = [f"busy-{n + i}" for i in range(10)]
                 n += 10
                 sent.update(ids)
