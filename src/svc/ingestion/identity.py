@@ -130,6 +130,22 @@ def visitor_id(salt: bytes, project_id: str, address: str, user_agent: str) -> i
     return _u64(_HASH(data, digest_size=8, key=salt, person=b"svc-vis").digest())
 
 
+#: (salt, address, user agent, visitor id): the last visitor id a request computed.
+VisitorMemo = tuple[bytes, str, str, int]
+
+
+def remembered_visitor_id(
+    memo: VisitorMemo | None, salt: bytes, project_id: str, address: str, user_agent: str
+) -> tuple[int, VisitorMemo]:
+    """:func:`visitor_id`, taken from ``memo`` when it holds the same salt (the same object),
+    address and user agent (a batch's events nearly always share them), and the memo of the
+    answer."""
+    if memo is not None and memo[0] is salt and memo[1] == address and memo[2] == user_agent:
+        return memo[3], memo
+    visitor = visitor_id(salt, project_id, address, user_agent)
+    return visitor, (salt, address, user_agent, visitor)
+
+
 @dataclass(slots=True)
 class _Session:
     session_id: int

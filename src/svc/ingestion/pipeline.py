@@ -73,9 +73,9 @@ class RequestContext:
     # Per-request memos (the events of a batch share them): ``received_ms`` as ClickHouse
     # text, and the visitor id of (salt, address, user agent) of this request.
     received_text: str = ""
-    visitor_memo: tuple[bytes, str, str, int] | None = None
+    visitor_memo: identity.VisitorMemo | None = None
     # The same under yesterday's salt (several nodes: svc.ingestion.shared_identity).
-    before_memo: tuple[bytes, str, str, int] | None = None
+    before_memo: identity.VisitorMemo | None = None
     # The last session start (ms) written, as ClickHouse text: a batch's events share few.
     start_memo: tuple[int, str] = (0, "")
     # The project's compiled exclusions (``exclusions_of``), looked up once per request.
@@ -319,17 +319,9 @@ class Pipeline:
         project_id = ctx.project.id
         now = ctx.received_ms
         salt = self.salts.today(now)
-        memo = ctx.visitor_memo
-        if (
-            memo is not None
-            and memo[0] is salt
-            and memo[1] == d.address
-            and memo[2] == d.user_agent
-        ):
-            visitor = memo[3]
-        else:
-            visitor = identity.visitor_id(salt, project_id, d.address, d.user_agent)
-            ctx.visitor_memo = (salt, d.address, d.user_agent, visitor)
+        visitor, ctx.visitor_memo = identity.remembered_visitor_id(
+            ctx.visitor_memo, salt, project_id, d.address, d.user_agent
+        )
         if d.raw.name in MEASUREMENTS:  # a page measurement: joins, never starts or extends
             return self._identify_measurement(d, visitor)
         if d.raw.session_id:  # the client's session: its start and its first event's person

@@ -30,12 +30,9 @@ def ask_of(pipeline: Pipeline, d: EventDraft) -> Ask:
     project_id = ctx.project.id
     now = ctx.received_ms
     salt = pipeline.salts.today(now)
-    memo = ctx.visitor_memo
-    if memo is not None and memo[0] is salt and memo[1] == d.address and memo[2] == d.user_agent:
-        visitor = memo[3]
-    else:
-        visitor = identity.visitor_id(salt, project_id, d.address, d.user_agent)
-        ctx.visitor_memo = (salt, d.address, d.user_agent, visitor)
+    visitor, ctx.visitor_memo = identity.remembered_visitor_id(
+        ctx.visitor_memo, salt, project_id, d.address, d.user_agent
+    )
     measurement = d.raw.name in MEASUREMENTS
     client = 0
     before = 0
@@ -44,18 +41,9 @@ def ask_of(pipeline: Pipeline, d: EventDraft) -> Ask:
         kind = MEASURE_CLIENT if measurement else CLIENT
     else:
         kind = MEASURE_DERIVED if measurement else DERIVED
-        salt = pipeline.salts.yesterday(now)
-        memo = ctx.before_memo
-        if (
-            memo is not None
-            and memo[0] is salt
-            and memo[1] == d.address
-            and memo[2] == d.user_agent
-        ):
-            before = memo[3]
-        else:
-            before = identity.visitor_id(salt, project_id, d.address, d.user_agent)
-            ctx.before_memo = (salt, d.address, d.user_agent, before)
+        before, ctx.before_memo = identity.remembered_visitor_id(
+            ctx.before_memo, pipeline.salts.yesterday(now), project_id, d.address, d.user_agent
+        )
     return Ask(kind, d.raw.event_id or "", project_id, visitor, before, d.ts_ms, now, client)
 
 
