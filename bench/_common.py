@@ -17,13 +17,32 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+#: Where the runs of record are written (docs/benchmarks.md cites them).
+RUNS = ROOT / "bench" / "runs"
 VENV_BIN = Path(sys.executable).parent
 TICKS = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def write_run(
+    doc: dict[str, Any],
+    name: str,
+    label: str = "",
+    out: Path | None = None,
+    taken: datetime | None = None,
+) -> Path:
+    """Write ``doc`` as a run: to ``out``, else to ``bench/runs/<date>-<time>-<name>[-<label>]
+    .json`` (``taken``, default now, UTC); the path written."""
+    stamp = (taken or datetime.now(UTC)).strftime("%Y-%m-%d-%H%M")
+    path = out or RUNS / (f"{stamp}-{name}" + (f"-{label}" if label else "") + ".json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    return path
 
 
 def free_port() -> int:

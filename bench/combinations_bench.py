@@ -26,7 +26,6 @@ Run: ``.venv/bin/python bench/combinations_bench.py --events 10000000 --data-dir
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -40,7 +39,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import query_combinations as combos
 from _common import (
-    ROOT,
     SvcServer,
     busy_elsewhere,
     http,
@@ -49,11 +47,11 @@ from _common import (
     peak_rss_bytes,
     rss_bytes,
     size_label,
+    write_run,
 )
 from query_bench import dataset, time_get
 from run_all import commit
 
-RUNS = ROOT / "bench" / "runs"
 #: The issue's aims for every case's p50: at 10M events, and at 100M.
 AIMS_MS = (300.0, 1000.0)
 
@@ -186,11 +184,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"{s['p50_of_p50s_ms']} ms; not 200: {len(s['not_200'])}; server peak RSS "
         f"{doc['rss_mb_peak']:.0f} MB"
     )
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d-%H%M")
-    name = f"{stamp}-combinations-{size_label(args.events)}"
-    path = args.out or RUNS / (name + (f"-{args.label}" if args.label else "") + ".json")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=2) + "\n")
+    path = write_run(doc, f"combinations-{size_label(args.events)}", args.label, args.out)
     print(f"written: {path}")
     return doc
 

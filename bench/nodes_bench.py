@@ -84,10 +84,8 @@ from _common import (
     loadavg,
     machine,
     percentile,
+    write_run,
 )
-
-RUNS = ROOT / "bench" / "runs"
-
 
 # the services the nodes share ---------------------------------------------------------------
 
@@ -603,12 +601,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"\nevents/s of N nodes over one node's: {doc['ratio_to_one_node']}")
     print(f"({doc['why_no_scaling']})")
     if args.save or args.out:
-        stamp = started.strftime("%Y-%m-%d-%H%M")
-        name = f"{stamp}-nodes-{args.seconds:g}s" + (f"-{args.label}" if args.label else "")
-        name += ".json"
-        path = args.out or RUNS / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(doc, indent=2) + "\n")
+        path = write_run(doc, f"nodes-{args.seconds:g}s", args.label, args.out, started)
         print(f"written: {path}")
     return doc
 

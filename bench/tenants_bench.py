@@ -118,11 +118,11 @@ from _common import (
     percentile,
     rss_bytes,
     size_label,
+    write_run,
 )
 from query_bench import generation_sql
 
 MARKER = "bench-tenants.json"
-RUNS = ROOT / "bench" / "runs"
 
 # The aims of issue 39 ("Targets").
 LIGHT_RATIO_AIM = 3.0  # a light read under the load, p50, within this times its p50 alone
@@ -963,11 +963,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     finally:
         server.stop()
     doc = report(args, info, server, env, out, peak_mb, noise, tree)
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d-%H%M")
-    name = f"{stamp}-tenants-{size}" + (f"-{args.label}" if args.label else "") + ".json"
-    path = args.out or RUNS / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=2) + "\n")
+    path = write_run(doc, f"tenants-{size}", args.label, args.out)
     print(f"\nwritten: {path}")
     return doc
 
