@@ -32,7 +32,7 @@ from starlette.types import Receive, Scope, Send
 
 from svc.errors import Forbidden
 from svc.http.common import principal_of, runtime_of
-from svc.http.metrics import project_for_read, range_of
+from svc.http.metrics import admit_with_handle, project_for_read, range_of
 from svc.queries.export import export_chunks, export_format
 from svc.reads.scheduler import Ticket, tenant_of
 from svc.storage.events import Read, ReadCancelled
@@ -125,15 +125,7 @@ class _Slot:
     async def take(cls, request: Request, tenant: str) -> _Slot:
         """A slot of ``tenant``'s share and a read handle (:class:`svc.errors.Busy` when the
         scheduler cannot admit it in time)."""
-        runtime = runtime_of(request)
-        ticket = await runtime.reads.admit(tenant)
-        handles = runtime.store.read_handles
-        try:
-            handle = handles.lend()
-        except BaseException:
-            ticket.release()
-            raise
-        return cls(ticket, handles, handle)
+        return cls(*await admit_with_handle(request, tenant))
 
     def end(self) -> None:
         """Give the handle and the slot back: at once, or once the piece being read has ended

@@ -14,6 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from clickhouse_connect.driver.client import Client
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -38,11 +39,12 @@ from svc.queries.dimensions import dimension
 from svc.queries.filters import parse_filters
 from svc.queries.metrics import query_metrics
 from svc.queries.plan import Query
-from svc.reads.scheduler import tenant_of
+from svc.reads.scheduler import Ticket, tenant_of
 from svc.retention import notice
 from svc.saved import funnels as saved_funnels
 from svc.saved import goals as saved_goals
 from svc.storage.events import EventStore, QueryTimeout, Read, ReadCancelled, timeout_error
+from svc.storage.read_handles import ReadHandles
 
 log = logging.getLogger(__name__)
 
@@ -182,6 +184,20 @@ def _int_param(request: Request, name: str, default: int, low: int, high: int) -
     return value
 
 
+async def admit_with_handle(request: Request, tenant: str) -> tuple[Ticket, ReadHandles, Client]:
+    """A slot of ``tenant``'s share (the fair scheduler: :class:`Busy` when it cannot start in
+    time) and a store handle of its own lent from the read handles; the slot is given back at
+    once when no handle can be lent. The caller gives both back when its read is over."""
+    runtime = runtime_of(request)
+    ticket = await runtime.reads.admit(tenant)
+    handles = runtime.store.read_handles
+    try:
+        return ticket, handles, handles.lend()
+    except BaseException:
+        ticket.release()
+        raise
+
+
 async def admitted_read(
     request: Request,
     tenant: str,
@@ -194,13 +210,7 @@ async def admitted_read(
     its own, in :func:`run_read` (``gone`` as there). Its slot and handle are given back once
     its worker thread is done. Cancelled (a read beside it failed), its queries are stopped."""
     runtime = runtime_of(request)
-    ticket = await runtime.reads.admit(tenant)
-    handles = runtime.store.read_handles
-    try:
-        handle = handles.lend()
-    except BaseException:
-        ticket.release()
-        raise
+    ticket, handles, handle = await admit_with_handle(request, tenant)
 
     def done(failed: bool) -> None:
         if failed:  # stopped, timed out or refused: its query may have left rows unread
