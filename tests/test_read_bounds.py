@@ -286,6 +286,9 @@ match = ("SELECT match('a', {p:String})", {"p": "(?=a)"})
 out["regex"] = outcome(Read(timeout_s=5).run, store.query, *match)[0]
 out["regex_outside_a_read"] = outcome(store.query, *match)[0]
 out["no_limit"] = outcome(Read().run, store.query, "SELECT sleep(1.2)")[0]
+# a read's lane: its queries' priority and their threads' nice value
+lane = "SELECT getSetting('priority'), getSetting('os_thread_priority')"
+out["lane"] = [Read(priority=p, nice=n).run(store.query, lane) for p, n in ((2, 10), (1, 0))]
 print(json.dumps(out))
 """
 
@@ -313,6 +316,7 @@ def test_the_store_bounds_and_stops_the_queries_of_a_read(tmp_path: Path) -> Non
     assert out["regex"] == "InvalidRequest:filter", out
     assert out["regex_outside_a_read"] == "DatabaseError", out
     assert out["no_limit"] == "finished", out
+    assert out["lane"] == [[[2, 10]], [[1, 0]]], out
 
 
 # Exports ------------------------------------------------------------------------------------

@@ -71,11 +71,12 @@ class Runtime:
             settings.reads_per_project,
             settings.read_queue_seconds,
             memory_limit_bytes=settings.memory_limit_mb * 1024 * 1024,
+            light_slots=max(0, settings.read_light_slots),
         )
         # the threads the admitted reads run in: as many as may run, apart from the event
         # loop's default pool (so /health, sign-in and metadata look-ups never wait for them)
         self.read_threads = ThreadPoolExecutor(
-            settings.effective_read_slots, thread_name_prefix="svc-read"
+            settings.read_lanes_slots, thread_name_prefix="svc-read"
         )
         self.spool = Spool(
             settings.spool_dir,

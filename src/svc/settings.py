@@ -319,6 +319,19 @@ class Settings:
         "Reads one project (or one share link) may run at once; its others wait their turn, "
         "projects served in turn, so one project's reads never hold another's back.",
     )
+    read_light_slots: int = _setting(
+        1,
+        "Reads that run at once beside SVC_READ_SLOTS for light reads alone (the top "
+        "figures and realtime without a contains or matches filter), which also wait in a "
+        "queue of their own, served first. 0: light reads share the slots.",
+    )
+    read_nice: int = _setting(
+        10,
+        "The nice value (0 to 19) of the store's threads for reads other than light ones "
+        "(ClickHouse's os_thread_priority), so ingestion and light reads take the cores "
+        "first. Takes effect where the process may change priorities (CAP_SYS_NICE; the "
+        "example systemd unit grants it). 0: as every other thread.",
+    )
     read_queue_seconds: float = _setting(
         10.0,
         "Longest a read waits for its turn; past it the answer is 503 busy with Retry-After.",
@@ -468,6 +481,17 @@ class Settings:
         if self.read_slots > 0:
             return self.read_slots
         return max(2, min(8, 2 * (os.cpu_count() or 1)))
+
+    @property
+    def read_lanes_slots(self) -> int:
+        """The reads that may run at once, light ones included: a read handle and a read
+        thread each."""
+        return self.effective_read_slots + max(0, self.read_light_slots)
+
+    @property
+    def effective_read_nice(self) -> int:
+        """``SVC_READ_NICE`` within 0 to 19 (the nice values a process may take itself)."""
+        return max(0, min(19, self.read_nice))
 
     @property
     def effective_meta_url(self) -> str:

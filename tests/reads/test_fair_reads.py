@@ -26,6 +26,8 @@ D = DAY.date().isoformat()
 #: random a and b (a DFA too large to keep): seconds for a report over 400 such paths.
 SLOW = {"from": D, "filter": "page:matches:a.{90}[^ab]"}
 LIGHT = {"from": D}
+#: A read that is not light (a contains filter scans the values): it waits in the others' lane.
+OTHER = {"from": D, "filter": "page:contains:/"}
 
 
 def bearer(project: dict[str, Any]) -> dict[str, str]:
@@ -122,6 +124,25 @@ def test_another_project_reads_while_one_is_slow_and_over_its_share(
     assert reads_of(srv)["refusedTotal"] >= 1
 
 
+def test_a_projects_top_figures_go_in_the_light_lane_beside_its_slow_read(
+    capped: tuple[Server, dict[str, Any], dict[str, Any]],
+) -> None:
+    srv, big, _ = capped
+    slow = Background(srv, big, SLOW)
+    until(lambda: reads_of(srv)["running"] == 1)
+    # the same project's top figures without a scanning filter: a light read, not behind it
+    r = httpx.get(srv.url + "/metrics", params=LIGHT, headers=bearer(big), timeout=30)
+    assert r.status_code == 200 and r.json()["pageviews"] == 400, r.text
+    r = httpx.get(srv.url + "/metrics/realtime", headers=bearer(big), timeout=30)
+    assert r.status_code == 200, r.text
+    # under a contains filter it is not light: it waits behind the slow read, then is busy
+    r = httpx.get(srv.url + "/metrics", params=OTHER, headers=bearer(big), timeout=30)
+    assert is_error(r, 503)["error"]["code"] == "busy", r.text
+    assert not slow.done, "the slow read ended before the others were answered"
+    assert slow.wait().status_code == 200
+    assert reads_of(srv)["lightSlots"] == 1
+
+
 def test_a_project_over_its_share_waits_its_turn(
     capped: tuple[Server, dict[str, Any], dict[str, Any]],
 ) -> None:
@@ -173,7 +194,7 @@ def test_an_export_takes_a_slot_of_its_projects_share_until_its_client_leaves(
     try:
         assert reads_of(srv)["running"] == 1  # taken before the headers left
         # the project's one slot is the export's: its read waits its turn, then is busy
-        r = httpx.get(srv.url + "/metrics", params=LIGHT, headers=bearer(wide), timeout=30)
+        r = httpx.get(srv.url + "/metrics", params=OTHER, headers=bearer(wide), timeout=30)
         assert is_error(r, 503)["error"]["code"] == "busy" and int(r.headers["Retry-After"]) >= 1
         # and so is its next export: the JSON error, before any byte of a file
         r = httpx.get(srv.url + "/export", params=LIGHT, headers=bearer(wide), timeout=30)
@@ -202,8 +223,11 @@ def test_health_answers_while_every_read_handle_is_busy(tmp_path: Path) -> None:
         health = httpx.get(srv.url + "/health", timeout=10)
         assert health.status_code == 200 and health.json()["store"]["reachable"] is True
         # no slot: the small project's read waits its turn, then is busy (never a hang)
-        r = httpx.get(srv.url + "/metrics", params=LIGHT, headers=bearer(small), timeout=30)
+        r = httpx.get(srv.url + "/metrics", params=OTHER, headers=bearer(small), timeout=30)
         assert is_error(r, 503)["error"]["code"] == "busy"
+        # but its top figures take the light reads' slot
+        r = httpx.get(srv.url + "/metrics", params=LIGHT, headers=bearer(small), timeout=30)
+        assert r.status_code == 200 and r.json()["pageviews"] == 2, r.text
         assert not any(b.done for b in slow)
         assert [b.wait().status_code for b in slow] == [200, 200]
         r = httpx.get(srv.url + "/metrics", params=LIGHT, headers=bearer(small), timeout=30)

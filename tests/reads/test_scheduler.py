@@ -117,3 +117,51 @@ async def test_over_the_memory_budget_a_read_waits_then_is_busy() -> None:
         await reads.admit("b")
     held.release()
     (await asyncio.wait_for(reads.admit("b"), 0.1)).release()
+
+
+async def test_a_light_read_takes_its_own_slot_beside_full_slots() -> None:
+    reads = ReadScheduler(slots=2, per_tenant=2, wait_s=5, light_slots=1)
+    heavy = [await reads.admit("a"), await reads.admit("b")]
+    other = asyncio.ensure_future(reads.admit("c"))  # no slot for another heavy read
+    light = await asyncio.wait_for(reads.admit("c", light=True), 0.1)  # its own slot
+    await settle()
+    assert not other.done() and reads.running == 3
+    second_light = asyncio.ensure_future(reads.admit("d", light=True))
+    await settle()
+    assert not second_light.done()  # the light slot is taken: it waits, first in line
+    heavy[0].release()
+    await settle()
+    assert second_light.done() and not other.done()  # the light read goes first
+    for ticket in (heavy[1], light, second_light.result()):
+        ticket.release()
+    await settle()
+    (await other).release()
+    assert reads.running == 0 and reads.waiting == 0
+
+
+async def test_a_tenant_runs_light_reads_beside_its_share_of_others() -> None:
+    reads = ReadScheduler(slots=4, per_tenant=2, wait_s=5, light_slots=1)
+    others = [await reads.admit("a"), await reads.admit("a")]
+    light = await asyncio.wait_for(reads.admit("a", light=True), 0.1)
+    assert reads.running == 3
+    for ticket in (*others, light):
+        ticket.release()
+    assert reads.running == 0 and reads.status()["lightSlots"] == 1
+
+
+async def test_without_light_slots_light_reads_go_first_in_the_shared_slots() -> None:
+    reads = ReadScheduler(slots=1, per_tenant=1, wait_s=5)
+    held = await reads.admit("a")
+    order: list[str] = []
+
+    async def read(tenant: str, light: bool) -> None:
+        ticket = await reads.admit(tenant, light)
+        order.append(f"{tenant}{'-light' if light else ''}")
+        await asyncio.sleep(0)
+        ticket.release()
+
+    tasks = [asyncio.ensure_future(read(t, lt)) for t, lt in (("b", False), ("c", True))]
+    await settle()
+    held.release()
+    await asyncio.gather(*tasks)
+    assert order == ["c-light", "b"], order

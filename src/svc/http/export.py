@@ -32,7 +32,7 @@ from starlette.types import Receive, Scope, Send
 
 from svc.errors import Forbidden
 from svc.http.common import principal_of, runtime_of
-from svc.http.metrics import admit_with_handle, project_for_read, range_of
+from svc.http.metrics import admit_with_handle, lane_of, project_for_read, range_of
 from svc.queries.export import export_chunks, export_format
 from svc.reads.scheduler import Ticket, tenant_of
 from svc.storage.events import Read, ReadCancelled
@@ -60,7 +60,8 @@ async def get_export(request: Request) -> Response:
     async def body() -> AsyncIterator[bytes]:
         # No time limit (SVC_QUERY_TIMEOUT_SECONDS bounds reports): an export of any size is
         # read in bounded pieces, and stopped when its client goes away.
-        read = Read(handle=slot.handle)
+        priority, nice = lane_of(request, light=False)
+        read = Read(handle=slot.handle, priority=priority, nice=nice)
         chunks = export_chunks(store, project.id, rng, fmt, runtime.settings.export_piece_events)
         loop = asyncio.get_running_loop()
         sent = 0

@@ -39,7 +39,7 @@ from svc.queries.dimensions import dimension
 from svc.queries.filters import parse_filters
 from svc.queries.metrics import query_metrics
 from svc.queries.plan import Query
-from svc.reads.scheduler import Ticket, tenant_of
+from svc.reads.scheduler import LIGHT_PRIORITY, OTHER_PRIORITY, Ticket, tenant_of
 from svc.retention import notice
 from svc.saved import funnels as saved_funnels
 from svc.saved import goals as saved_goals
@@ -184,12 +184,39 @@ def _int_param(request: Request, name: str, default: int, low: int, high: int) -
     return value
 
 
-async def admit_with_handle(request: Request, tenant: str) -> tuple[Ticket, ReadHandles, Client]:
-    """A slot of ``tenant``'s share (the fair scheduler: :class:`Busy` when it cannot start in
-    time) and a store handle of its own lent from the read handles; the slot is given back at
-    once when no handle can be lent. The caller gives both back when its read is over."""
+#: Filter operators that run over every value of the range (a substring, a pattern), so a
+#: read under one of them is never light.
+_SCANNING_OPERATORS = frozenset({"contains", "not_contains", "matches", "not_matches"})
+
+
+def is_light(request: Request) -> bool:
+    """Whether a read of the top figures or realtime is light: no filter scans the values
+    (``contains``, ``matches``), so the rolled-up days answer it. A filter that does not
+    parse is not light (the read answers its 400 anyway)."""
+    try:
+        parsed = parse_filters(request.query_params.getlist("filter"))
+    except InvalidRequest:
+        return False
+    return not any(f.op in _SCANNING_OPERATORS for f in parsed)
+
+
+def lane_of(request: Request, light: bool) -> tuple[int, int]:
+    """The store's ``priority`` and nice value (:class:`Read`) of a light read, or of any
+    other (below the light ones, and niced by ``SVC_READ_NICE``)."""
+    if light:
+        return LIGHT_PRIORITY, 0
+    return OTHER_PRIORITY, runtime_of(request).settings.effective_read_nice
+
+
+async def admit_with_handle(
+    request: Request, tenant: str, light: bool = False
+) -> tuple[Ticket, ReadHandles, Client]:
+    """A slot of ``tenant``'s share (the fair scheduler, in the light reads' lane when
+    ``light``: :class:`Busy` when it cannot start in time) and a store handle of its own lent
+    from the read handles; the slot is given back at once when no handle can be lent. The
+    caller gives both back when its read is over."""
     runtime = runtime_of(request)
-    ticket = await runtime.reads.admit(tenant)
+    ticket = await runtime.reads.admit(tenant, light)
     handles = runtime.store.read_handles
     try:
         return ticket, handles, handles.lend()
@@ -204,13 +231,15 @@ async def admitted_read(
     fn: Callable[..., T],
     *args: Any,
     gone: asyncio.Future[None] | None = None,
+    light: bool = False,
 ) -> T:
     """``fn(*args)`` as one read of ``tenant`` (:func:`svc.reads.scheduler.tenant_of`): admitted
-    by the fair scheduler (:class:`Busy` when it cannot start in time), on a store handle of
-    its own, in :func:`run_read` (``gone`` as there). Its slot and handle are given back once
-    its worker thread is done. Cancelled (a read beside it failed), its queries are stopped."""
+    by the fair scheduler (:class:`Busy` when it cannot start in time; ``light``: in the
+    light reads' lane, see :func:`is_light`), on a store handle of its own, in
+    :func:`run_read` (``gone`` as there). Its slot and handle are given back once its worker
+    thread is done. Cancelled (a read beside it failed), its queries are stopped."""
     runtime = runtime_of(request)
-    ticket, handles, handle = await admit_with_handle(request, tenant)
+    ticket, handles, handle = await admit_with_handle(request, tenant, light)
 
     def done(failed: bool) -> None:
         if failed:  # stopped, timed out or refused: its query may have left rows unread
@@ -221,7 +250,9 @@ async def admitted_read(
 
     started = time.monotonic()
     timeout = runtime.settings.query_timeout_seconds
-    read = Read(timeout_s=timeout if timeout > 0 else None, handle=handle)
+    priority, nice = lane_of(request, light)
+    limit = timeout if timeout > 0 else None
+    read = Read(timeout_s=limit, handle=handle, priority=priority, nice=nice)
     try:
         return await run_read(request, read, fn, *args, when_done=done, gone=gone)
     except asyncio.CancelledError:
@@ -234,7 +265,10 @@ async def admitted_read(
 async def _read(
     request: Request,
     query: Callable[[EventStore, Project, Request], dict[str, Any]],
+    light: bool = False,
 ) -> Response:
+    """One read of GET /metrics*: ``query`` run as a read of its tenant (``light``: a kind of
+    read that is light unless a filter scans the values, :func:`is_light`)."""
     runtime = runtime_of(request)
     headers = {"Access-Control-Allow-Origin": "*"}
     try:
@@ -242,7 +276,9 @@ async def _read(
         project = await project_for_read(request, principal)
         request.state.raw_from = raw_from = runtime.retention.raw_from(project)
         tenant = tenant_of(project.id, principal.kind, principal.key_id)
-        body = await admitted_read(request, tenant, query, runtime.store, project, request)
+        light = light and is_light(request)
+        args = (runtime.store, project, request)
+        body = await admitted_read(request, tenant, query, *args, light=light)
         if raw_from is not None and request.query_params.get("from"):
             # a range that reaches before the raw events says so (docs/api.md, Retention)
             filtered = bool(request.query_params.getlist("filter"))
@@ -410,17 +446,22 @@ def _other_range(request: Request, rng: DateRange) -> DateRange | None:
     return other
 
 
-def _endpoint(query: Callable[[EventStore, Project, Request], dict[str, Any]]) -> Endpoint:
+def _endpoint(
+    query: Callable[[EventStore, Project, Request], dict[str, Any]], light: bool = False
+) -> Endpoint:
+    """The endpoint of one read; ``light``: its kind goes in the light reads' lane unless a
+    filter scans the values."""
+
     async def endpoint(request: Request) -> Response:
-        return await _read(request, query)
+        return await _read(request, query, light)
 
     return endpoint
 
 
-get_metrics = _endpoint(_metrics)
+get_metrics = _endpoint(_metrics, light=True)
 get_timeseries = _endpoint(_timeseries)
 get_breakdown = _endpoint(_breakdown)
-get_realtime = _endpoint(_realtime)
+get_realtime = _endpoint(_realtime, light=True)
 get_goals = _endpoint(_goals)
 get_funnel = _endpoint(_funnel)
 get_journeys = _endpoint(_journeys)

@@ -14,6 +14,13 @@ at once, whatever the number of requests.
   one read of each other tenant, never behind another's queue.
 - **Never a hang.** A read that is not admitted within ``wait_s`` gets 503 ``busy`` with
   ``Retry-After``, and so does one past ``queue_limit`` waiting reads of its tenant.
+- **A lane for light reads.** A read its caller names light (the top figures, realtime: read
+  from the rolled-up days, no pattern over the values) waits in a queue of its own, served
+  before the others, and may take one of ``light_slots`` slots of its own beside the
+  ``slots``; a tenant has ``per_tenant`` light reads beside its ``per_tenant`` others. A
+  dashboard's top figures then wait for a slot to free, not for every tenant's panels, and
+  an abusive tenant's costly reads cannot hold a light read back. In the store, the other
+  reads yield to light ones (:data:`LIGHT_PRIORITY`, :data:`OTHER_PRIORITY`).
 - **A memory budget.** With ``memory_limit_bytes``, while the process's resident memory is
   over it, no read starts beside another: one at a time, the others waiting their turn (or
   503 ``busy``) until the memory is back under the budget. Never none: the service whose
@@ -35,6 +42,12 @@ from dataclasses import dataclass, field
 
 from svc.errors import Busy
 
+#: ClickHouse's ``priority`` of a light read's queries and of the others': a query waits
+#: while one of a smaller number (a higher priority) runs, so the other reads pause, between
+#: blocks of rows, while a light one runs (0 would take no part in priorities).
+LIGHT_PRIORITY = 1
+OTHER_PRIORITY = 2
+
 #: How soon the waiting reads are looked at again while the memory is over the budget (s).
 MEMORY_RECHECK_S = 0.1
 
@@ -45,18 +58,36 @@ class Ticket:
 
     scheduler: ReadScheduler
     tenant: str
+    light: bool = False
     released: bool = False
 
     def release(self) -> None:
         if not self.released:
             self.released = True
-            self.scheduler._release(self.tenant)
+            self.scheduler._release(self.tenant, self.light)
+
+
+@dataclass
+class _Lane:
+    """One tenant's reads of one kind (light or not): running, and waiting their turn."""
+
+    running: int = 0
+    waiting: deque[asyncio.Future[None]] = field(default_factory=deque)
 
 
 @dataclass
 class _Tenant:
-    running: int = 0
-    waiting: deque[asyncio.Future[None]] = field(default_factory=deque)
+    other: _Lane = field(default_factory=_Lane)
+    light: _Lane = field(default_factory=_Lane)
+
+    def lane(self, light: bool) -> _Lane:
+        return self.light if light else self.other
+
+    @property
+    def idle(self) -> bool:
+        """No read of it running or waiting."""
+        lanes = (self.other, self.light)
+        return not any(lane.running or lane.waiting for lane in lanes)
 
 
 class ReadScheduler:
@@ -68,14 +99,17 @@ class ReadScheduler:
         queue_limit: int = 100,
         memory_limit_bytes: int = 0,
         resident: Callable[[], int] | None = None,
+        light_slots: int = 0,
     ) -> None:
-        """``slots`` reads at once, ``per_tenant`` of one tenant; a read waits at most
+        """``slots`` reads at once (and ``light_slots`` more, for light reads only),
+        ``per_tenant`` of one tenant (and as many light ones); a read waits at most
         ``wait_s`` for its slot, and a tenant at most ``queue_limit`` reads; past
         ``memory_limit_bytes`` of the process's resident memory (``resident()``, read from
         /proc by default; 0: no budget) one read at a time."""
-        if slots < 1 or per_tenant < 1:
+        if slots < 1 or per_tenant < 1 or light_slots < 0:
             raise ValueError("a read scheduler needs at least one slot, and one per tenant")
         self.slots = slots
+        self.light_slots = light_slots
         self.per_tenant = min(per_tenant, slots)
         self.wait_s = wait_s
         self.queue_limit = queue_limit
@@ -84,7 +118,8 @@ class ReadScheduler:
         self._resident = resident or resident_bytes
         self._rechecking = False
         self._tenants: dict[str, _Tenant] = {}
-        self._turn: deque[str] = deque()  # tenants with waiting reads, next to serve first
+        # tenants with waiting reads of each kind, next to serve first
+        self._turns: dict[bool, deque[str]] = {True: deque(), False: deque()}
         #: reads refused busy, reads that waited, and admissions held back by the memory
         #: budget, since start (/health)
         self.refused = 0
@@ -93,13 +128,14 @@ class ReadScheduler:
 
     @property
     def waiting(self) -> int:
-        return sum(len(t.waiting) for t in self._tenants.values())
+        return sum(len(t.other.waiting) + len(t.light.waiting) for t in self._tenants.values())
 
     def status(self) -> dict[str, int]:
         """The figures /health shows (``reads``): the bounds, and the reads running, waiting
         and refused (503 busy) since start."""
         return {
             "slots": self.slots,
+            "lightSlots": self.light_slots,
             "perProject": self.per_tenant,
             "running": self.running,
             "waiting": self.waiting,
@@ -109,36 +145,39 @@ class ReadScheduler:
             "heldForMemoryTotal": self.held_for_memory,
         }
 
-    async def admit(self, tenant: str) -> Ticket:
-        """A slot for a read of ``tenant``: at once when one is free and the tenant is under
-        its share, else in its turn; :class:`Busy` past ``wait_s`` or ``queue_limit``."""
+    async def admit(self, tenant: str, light: bool = False) -> Ticket:
+        """A slot for a read of ``tenant`` (``light``: in the light reads' lane): at once
+        when one is free and the tenant is under its share, else in its turn; :class:`Busy`
+        past ``wait_s`` or ``queue_limit``."""
         state = self._tenants.setdefault(tenant, _Tenant())
-        if not state.waiting and self._may_start(state):
-            self._start(tenant, state)
-            return Ticket(self, tenant)
-        if len(state.waiting) >= self.queue_limit:
+        lane = state.lane(light)
+        if not lane.waiting and self._may_start(lane, light):
+            self._start(lane)
+            return Ticket(self, tenant, light)
+        if len(lane.waiting) >= self.queue_limit:
             self.refused += 1
-            raise self._busy(f"this project has {len(state.waiting)} reads waiting already")
+            raise self._busy(f"this project has {len(lane.waiting)} reads waiting already")
         granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        state.waiting.append(granted)
-        if tenant not in self._turn:
-            self._turn.append(tenant)
+        lane.waiting.append(granted)
+        turn = self._turns[light]
+        if tenant not in turn:
+            turn.append(tenant)
         self.waited += 1
         try:
             await asyncio.wait_for(asyncio.shield(granted), self.wait_s)
         except TimeoutError:
             if granted.done():  # granted as the wait ran out: take it
-                return Ticket(self, tenant)
-            self._withdraw(tenant, state, granted)
+                return Ticket(self, tenant, light)
+            self._withdraw(tenant, light, granted)
             self.refused += 1
             raise self._busy(f"no read could start within {self.wait_s:g} s") from None
         except asyncio.CancelledError:
             if granted.done():
-                self._release(tenant)
+                self._release(tenant, light)
             else:
-                self._withdraw(tenant, state, granted)
+                self._withdraw(tenant, light, granted)
             raise
-        return Ticket(self, tenant)
+        return Ticket(self, tenant, light)
 
     def _busy(self, why: str) -> Busy:
         wait = max(1, math.ceil(self.wait_s / 2))
@@ -147,10 +186,12 @@ class ReadScheduler:
             headers={"Retry-After": str(wait)},
         )
 
-    def _may_start(self, state: _Tenant) -> bool:
-        """Whether a read of a tenant in ``state`` may start now: a slot is free, the tenant
-        is under its share, and the memory is under the budget (or no read runs)."""
-        if self.running >= self.slots or state.running >= self.per_tenant:
+    def _may_start(self, lane: _Lane, light: bool) -> bool:
+        """Whether a read of a tenant's ``lane`` may start now: a slot of its kind is free,
+        the tenant is under its share, and the memory is under the budget (or no read
+        runs)."""
+        slots = self.slots + self.light_slots if light else self.slots
+        if self.running >= slots or lane.running >= self.per_tenant:
             return False
         if self.running == 0 or not self.memory_limit_bytes:
             return True
@@ -172,42 +213,49 @@ class ReadScheduler:
 
             asyncio.get_running_loop().call_later(MEMORY_RECHECK_S, again)
 
-    def _start(self, tenant: str, state: _Tenant) -> None:
-        state.running += 1
+    def _start(self, lane: _Lane) -> None:
+        lane.running += 1
         self.running += 1
 
-    def _withdraw(self, tenant: str, state: _Tenant, granted: asyncio.Future[None]) -> None:
-        state.waiting.remove(granted)
-        if not state.waiting:
-            if tenant in self._turn:
-                self._turn.remove(tenant)
-            if state.running == 0:
-                del self._tenants[tenant]
-
-    def _release(self, tenant: str) -> None:
+    def _withdraw(self, tenant: str, light: bool, granted: asyncio.Future[None]) -> None:
         state = self._tenants[tenant]
-        state.running -= 1
+        lane = state.lane(light)
+        lane.waiting.remove(granted)
+        if not lane.waiting and tenant in self._turns[light]:
+            self._turns[light].remove(tenant)
+        if state.idle:
+            del self._tenants[tenant]
+
+    def _release(self, tenant: str, light: bool) -> None:
+        state = self._tenants[tenant]
+        state.lane(light).running -= 1
         self.running -= 1
         self._dispatch()
-        if state.running == 0 and not state.waiting:
+        if state.idle:
             self._tenants.pop(tenant, None)
 
     def _dispatch(self) -> None:
-        """Give free slots to waiting reads, tenants in turn (each under its share)."""
-        while self.running < self.slots and self._turn:
-            for _ in range(len(self._turn)):
-                tenant = self._turn[0]
-                self._turn.rotate(-1)
-                state = self._tenants[tenant]
-                if self._may_start(state):
-                    granted = state.waiting.popleft()
-                    if not state.waiting:
-                        self._turn.remove(tenant)
-                    self._start(tenant, state)
-                    granted.set_result(None)
-                    break
-            else:
-                return  # every waiting tenant is at its share
+        """Give free slots to waiting reads: light ones first, then the others; tenants in
+        turn within each kind (each under its share)."""
+        for light in (True, False):
+            while self._turns[light] and self._start_next(light):
+                pass
+
+    def _start_next(self, light: bool) -> bool:
+        """Start the next waiting read of the kind, tenants in turn; whether one started."""
+        turn = self._turns[light]
+        for _ in range(len(turn)):
+            tenant = turn[0]
+            turn.rotate(-1)
+            lane = self._tenants[tenant].lane(light)
+            if self._may_start(lane, light):
+                granted = lane.waiting.popleft()
+                if not lane.waiting:
+                    turn.remove(tenant)
+                self._start(lane)
+                granted.set_result(None)
+                return True
+        return False  # no slot of the kind, or every waiting tenant is at its share
 
 
 def resident_bytes() -> int:

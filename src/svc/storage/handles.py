@@ -137,7 +137,7 @@ class Handles:
         self.shared_generation: SharedCount | None = None
         #: The handles of the reads admitted by the read scheduler (svc.reads.scheduler).
         self.read_handles = ReadHandles(
-            settings.effective_read_slots,
+            settings.read_lanes_slots,
             self._read_handle,
             own_handles=not settings.clickhouse_url,
         )

@@ -96,6 +96,10 @@ class Read:
     #: the store handle its queries run on (lent by the store's ``read_handles``); None: the
     #: store's main handle
     handle: Client | None = None
+    #: ClickHouse's ``priority`` of its queries (a query waits while one of a smaller
+    #: number runs; 0: none) and their threads' nice value (``os_thread_priority``; 0: none)
+    priority: int = 0
+    nice: int = 0
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     started: float = field(default_factory=time.monotonic)
     cancelled: bool = False
@@ -254,7 +258,12 @@ class Reads:
             if left <= 0:
                 raise timeout_error(read)
             settings = {**settings, "max_execution_time": round(max(left, 0.001), 3)}
-        return sql, {**settings, "log_comment": read.comment}
+        settings = {**settings, "log_comment": read.comment}
+        if read.priority:
+            settings["priority"] = read.priority
+        if read.nice:
+            settings["os_thread_priority"] = read.nice
+        return sql, settings
 
     def stop_read(self, read: Read) -> bool:
         """Stop the queries of ``read``: none starts from now on, and those under way are
