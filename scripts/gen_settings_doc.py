@@ -9,7 +9,7 @@ from svc.settings import describe
 HEADER = """# Settings
 
 Every setting is read once at start-up: from the environment variable, or from the flag of
-`svcm serve` (the flag wins). This page is generated from `src/svc/settings.py` by
+`svcm serve` (the flag wins). This page is generated from `src/svc/settings/__init__.py` by
 `scripts/gen_settings_doc.py`; a test fails when it is out of date.
 
 | Environment variable | Flag | Default | What it does |

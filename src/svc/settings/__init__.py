@@ -3,6 +3,9 @@
 Every setting is read once at start-up from an ``SVC_*`` environment variable or a CLI flag
 (flags win). Each has a default and one line of help; ``docs/settings.md`` lists them all and a
 test checks that the list is complete.
+
+The names (``SVC_<NAME>``, ``--<name>``) and the reading of a value from its text are in
+:mod:`svc.settings.env`.
 """
 
 from __future__ import annotations
@@ -12,7 +15,11 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any
+
+from svc.settings.env import env_name, flag_name, values_from
+
+__all__ = ["Settings", "describe", "env_name", "flag_name"]
 
 
 def _setting(default: Any, help: str) -> Any:
@@ -446,21 +453,7 @@ class Settings:
         **overrides: Any,
     ) -> Settings:
         """Build settings from ``SVC_<NAME>`` variables, then apply non-None overrides."""
-        env = os.environ if environ is None else environ
-        hints = get_type_hints(cls)
-        values: dict[str, Any] = {}
-        for f in dataclasses.fields(cls):
-            raw = env.get(env_name(f.name))
-            if raw is not None:
-                values[f.name] = _convert(f.name, hints[f.name], raw)
-        for name, value in overrides.items():
-            if value is not None:
-                values[name] = (
-                    _convert(name, hints[name], value) if isinstance(value, str) else value
-                )
-        if "data_dir" in values:
-            values["data_dir"] = Path(values["data_dir"])
-        return cls(**values)
+        return cls(**values_from(cls, environ, overrides))
 
     @property
     def chdb_path(self) -> Path:
@@ -498,14 +491,6 @@ class Settings:
         return self.meta_url or f"sqlite:///{self.data_dir / 'meta.db'}"
 
 
-def env_name(field_name: str) -> str:
-    return "SVC_" + field_name.upper()
-
-
-def flag_name(field_name: str) -> str:
-    return "--" + field_name.replace("_", "-")
-
-
 def describe() -> list[tuple[str, str, str, str]]:
     """(env var, flag, default, help) of every setting, in declaration order."""
     rows = []
@@ -513,23 +498,3 @@ def describe() -> list[tuple[str, str, str, str]]:
         default = f.default
         rows.append((env_name(f.name), flag_name(f.name), str(default), str(f.metadata["help"])))
     return rows
-
-
-def _convert(name: str, typ: Any, raw: str) -> Any:
-    try:
-        if typ is bool:
-            lowered = raw.strip().lower()
-            if lowered in ("1", "true", "yes", "on"):
-                return True
-            if lowered in ("0", "false", "no", "off", ""):
-                return False
-            raise ValueError(raw)
-        if typ is int:
-            return int(raw.replace("_", ""))
-        if typ is float:
-            return float(raw)
-        if typ is Path:
-            return Path(raw)
-        return raw
-    except ValueError as exc:
-        raise ValueError(f"setting {env_name(name)}: cannot read {raw!r} as {typ}") from exc
