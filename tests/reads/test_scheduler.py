@@ -165,3 +165,22 @@ async def test_without_light_slots_light_reads_go_first_in_the_shared_slots() ->
     held.release()
     await asyncio.gather(*tasks)
     assert order == ["c-light", "b"], order
+
+
+async def test_a_read_may_take_the_budgets_room_shared_by_the_reads_running() -> None:
+    mb = 1024 * 1024
+    resident = [500 * mb]
+    reads = ReadScheduler(
+        slots=4, per_tenant=2, wait_s=5, memory_limit_bytes=900 * mb, resident=lambda: resident[0]
+    )
+    first = await reads.admit("a")
+    assert reads.read_memory_mb(512) == 400  # the room under the budget, within the limit
+    second = await reads.admit("b")
+    assert reads.read_memory_mb(512) == 200  # shared by the two reads running
+    assert reads.read_memory_mb(100) == 100
+    resident[0] = 950 * mb  # over the budget: the least a read is given
+    assert reads.read_memory_mb(512) == 64
+    assert reads.read_memory_mb(1) == 1  # never over the limit set
+    for ticket in (first, second):
+        ticket.release()
+    assert ReadScheduler(slots=1, per_tenant=1, wait_s=1).read_memory_mb(512) is None

@@ -252,7 +252,8 @@ async def admitted_read(
     timeout = runtime.settings.query_timeout_seconds
     priority, nice = lane_of(request, light)
     limit = timeout if timeout > 0 else None
-    read = Read(timeout_s=limit, handle=handle, priority=priority, nice=nice)
+    memory = runtime.reads.read_memory_mb(runtime.settings.read_memory_limit_mb)
+    read = Read(timeout_s=limit, handle=handle, priority=priority, nice=nice, memory_mb=memory)
     try:
         return await run_read(request, read, fn, *args, when_done=done, gone=gone)
     except asyncio.CancelledError:

@@ -24,7 +24,10 @@ at once, whatever the number of requests.
 - **A memory budget.** With ``memory_limit_bytes``, while the process's resident memory is
   over it, no read starts beside another: one at a time, the others waiting their turn (or
   503 ``busy``) until the memory is back under the budget. Never none: the service whose
-  idle memory is over its budget still answers, one read at a time.
+  idle memory is over its budget still answers, one read at a time. And a read admitted
+  may take in the store no more than the room left under the budget, shared by the reads
+  running (:meth:`ReadScheduler.read_memory_mb`): past it, 503 ``busy`` rather than a
+  service over its budget.
 
 A slot is held until the read's worker thread is done (:meth:`Ticket.release`), not until
 its answer: a read answered 504 or abandoned by its client holds its handle until the store
@@ -47,6 +50,10 @@ from svc.errors import Busy
 #: blocks of rows, while a light one runs (0 would take no part in priorities).
 LIGHT_PRIORITY = 1
 OTHER_PRIORITY = 2
+
+#: The least memory (MB) a read is given in the store however little room the memory budget
+#: has left (below it a read could not even read a day's rows).
+LEAST_READ_MEMORY_MB = 64
 
 #: How soon the waiting reads are looked at again while the memory is over the budget (s).
 MEMORY_RECHECK_S = 0.1
@@ -178,6 +185,18 @@ class ReadScheduler:
                 self._withdraw(tenant, light, granted)
             raise
         return Ticket(self, tenant, light)
+
+    def read_memory_mb(self, limit_mb: int) -> int | None:
+        """The memory (MB) a read admitted now may take in the store: the room the memory
+        budget has left, shared by the reads running (this one counted), within
+        ``limit_mb`` (``SVC_READ_MEMORY_LIMIT_MB``; 0: none) and, within it, never under
+        :data:`LEAST_READ_MEMORY_MB`; None without a budget (``limit_mb`` then). A read past
+        it is stopped and answered 503 busy instead of taking the service past its budget."""
+        if not self.memory_limit_bytes:
+            return None
+        room = self.memory_limit_bytes - self._resident()
+        share = max(LEAST_READ_MEMORY_MB, room // max(1, self.running) // (1024 * 1024))
+        return min(share, limit_mb) if limit_mb > 0 else share
 
     def _busy(self, why: str) -> Busy:
         wait = max(1, math.ceil(self.wait_s / 2))

@@ -334,10 +334,9 @@ class Settings:
     )
     read_nice: int = _setting(
         10,
-        "The nice value (0 to 19) of the store's threads for reads other than light ones "
-        "(ClickHouse's os_thread_priority), so ingestion and light reads take the cores "
-        "first. Takes effect where the process may change priorities (CAP_SYS_NICE; the "
-        "example systemd unit grants it). 0: as every other thread.",
+        "Nice value (0 to 19) of the store's threads for reads other than light ones "
+        "(os_thread_priority), so ingestion and light reads take the cores first; needs "
+        "CAP_SYS_NICE (the example systemd unit grants it). 0: as every other thread.",
     )
     read_queue_seconds: float = _setting(
         10.0,
@@ -347,7 +346,8 @@ class Settings:
         768,
         "The service's memory budget (MB of resident memory; the default suits a machine of "
         "1 GB): while it is over it, reads of GET /metrics* and exports run one at a time, the "
-        "others waiting their turn or answered 503 busy. 0: no budget.",
+        "others waiting their turn or answered 503 busy; a read takes at most the room left "
+        "under it, shared by the reads running. 0: no budget.",
     )
     engine_memory_limit_mb: int = _setting(
         0,

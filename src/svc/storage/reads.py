@@ -100,6 +100,10 @@ class Read:
     #: number runs; 0: none) and their threads' nice value (``os_thread_priority``; 0: none)
     priority: int = 0
     nice: int = 0
+    #: the most memory (MB) one of its report's queries may take, when less than the store's
+    #: ``SVC_READ_MEMORY_LIMIT_MB`` (the memory budget's room: svc.reads.scheduler); None:
+    #: that limit
+    memory_mb: int | None = None
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     started: float = field(default_factory=time.monotonic)
     cancelled: bool = False
@@ -182,8 +186,10 @@ def read_errors() -> Iterator[None]:
             ) from exc
         if code == MEMORY_LIMIT_EXCEEDED:
             raise Busy(
-                "the read needed more memory than one read may take (SVC_READ_MEMORY_LIMIT_MB): "
-                "narrow the range or the filters, or retry when the store is quieter",
+                "the read needed more memory than one read may take now "
+                "(SVC_READ_MEMORY_LIMIT_MB, or less: the room left under SVC_MEMORY_LIMIT_MB "
+                "shared by the reads running): narrow the range or the filters, or retry when "
+                "the store is quieter",
                 headers={"Retry-After": "5"},
             ) from exc
         if code == CANNOT_COMPILE_REGEXP:
@@ -250,7 +256,8 @@ class Reads:
         if read is None:
             return sql, settings
         if bounded:
-            settings = {**settings, **self.read_memory}
+            bound = self.read_memory if read.memory_mb is None else memory_bound(read.memory_mb)
+            settings = {**settings, **bound}
         if read.cancelled:
             raise ReadCancelled(read.id)
         left = read.seconds_left()
