@@ -172,26 +172,25 @@ def _legacy(damage: Callable[[Path], Path]) -> Callable[[Path], Path]:
     return damaged
 
 
+#: Each damage into a new target directory; two of them (one found by the digests, one by
+#: the store's own checks) into an empty existing one too, which must be left empty.
+DAMAGES = [
+    ("random-meta", _random_meta, "path", False),
+    ("flipped-part", _flip, "path", False),
+    ("flipped-part-empty-dir", _flip, "path", True),
+    ("truncated-part", _truncate, "path", False),
+    ("old-random-meta", _legacy(_random_meta), "meta.db", False),
+    ("old-random-meta-empty-dir", _legacy(_random_meta), "meta.db", True),
+    ("old-flipped-part", _legacy(_flip), "data.bin", False),
+    ("old-truncated-part", _legacy(_truncate), "data.bin", False),
+]
+
+
 @pytest.mark.parametrize(
-    ("damage", "named"),
-    [
-        (_random_meta, "path"),
-        (_flip, "path"),
-        (_truncate, "path"),
-        (_legacy(_random_meta), "meta.db"),
-        (_legacy(_flip), "data.bin"),
-        (_legacy(_truncate), "data.bin"),
-    ],
-    ids=[
-        "random-meta",
-        "flipped-part",
-        "truncated-part",
-        "old-random-meta",
-        "old-flipped-part",
-        "old-truncated-part",
-    ],
+    ("damage", "named", "target_exists"),
+    [case[1:] for case in DAMAGES],
+    ids=[case[0] for case in DAMAGES],
 )
-@pytest.mark.parametrize("target_exists", [False, True], ids=["new-dir", "empty-dir"])
 def test_restore_refuses_a_damaged_backup_naming_the_file(
     taken: Taken,
     tmp_path: Path,
