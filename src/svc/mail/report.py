@@ -23,10 +23,13 @@ from svc.queries import breakdown, conversions, timeseries
 from svc.queries.dimensions import DIMENSIONS
 from svc.queries.metrics import query_metrics
 from svc.queries.plan import Query
+from svc.saved.funnels import Funnel, query_saved
 from svc.saved.goals import Goal, query_conversions
 from svc.storage.events import EventStore
 
 TOP = 5
+#: A report reads at most this many saved funnels, the first saved (one statement each).
+MAX_FUNNELS = 10
 CHART_CID = "chart@svc"
 #: (label, key of GET /metrics' answer, how it is shown, whether less is better)
 NUMBERS = (
@@ -51,6 +54,9 @@ class Report:
     #: GET /metrics/goals of the saved goals (without `goal`), or of the custom events when
     #: the project has none; most converting first
     goals: list[dict[str, Any]]
+    #: GET /metrics/funnel?funnel=<id> of the first :data:`MAX_FUNNELS` saved funnels, in the
+    #: order saved
+    funnels: list[dict[str, Any]]
 
 
 def compute(
@@ -59,12 +65,15 @@ def compute(
     period: Period,
     raw_from: date | None = None,
     saved_goals: Sequence[Goal] = (),
+    saved_funnels: Sequence[Funnel] = (),
 ) -> Report:
     """The numbers of a report (blocking: it runs queries). ``raw_from``: the first day whose
     raw events the project keeps (svc.retention), as the API reads it. ``saved_goals``: the
     project's saved goals (svc.saved.goals); with some, the goals listed are theirs (each
     with its name, as GET /metrics/goals without ``goal`` answers), else the period's
-    :data:`TOP` most frequent custom events."""
+    :data:`TOP` most frequent custom events. ``saved_funnels``: the project's saved funnels
+    (svc.saved.funnels); the first :data:`MAX_FUNNELS` are read as GET /metrics/funnel with
+    ``funnel=<id>`` reads them."""
     rng = period.rng
     now = Query(project.id, rng, raw_from=raw_from)
     before = Query(project.id, rng.previous_period(), raw_from=raw_from)
@@ -90,6 +99,7 @@ def compute(
         pages=breakdown.query_breakdown(store, now, DIMENSIONS["page"], page)["rows"],
         sources=breakdown.query_breakdown(store, now, DIMENSIONS["source"], page)["rows"],
         goals=goals,
+        funnels=[query_saved(store, now, f) for f in saved_funnels[:MAX_FUNNELS]],
     )
 
 
@@ -197,8 +207,15 @@ def _lists(report: Report) -> list[tuple[str, list[dict[str, Any]], Any]]:
         name = str(g["name"]) if "name" in g else str(g["goal"]).removeprefix("event:")
         return f"{name}: {int(g['visitors']):,} visitors ({g['conversionRate']})"
 
-    return [
+    def funnel(f: dict[str, Any]) -> str:
+        steps = " → ".join(f"{int(s['visitors']):,}" for s in f["steps"])
+        return f"{f['funnel']['name']}: {steps} visitors ({f['steps'][-1]['conversionRate']})"
+
+    lists: list[tuple[str, list[dict[str, Any]], Any]] = [
         ("Top pages", report.pages, visitors),
         ("Top sources", report.sources, visitors),
         ("Goals", report.goals, goal),
     ]
+    if report.funnels:  # a project without saved funnels gets no empty list
+        lists.append(("Funnels", report.funnels, funnel))
+    return lists
