@@ -9,6 +9,7 @@ The change of each number is against the previous period of the same length (the
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -114,8 +115,35 @@ def shown(value: Any, how: str) -> str:
         return f"{int(value):,}"
     if how == "percent":
         return str(value)
-    seconds = round(float(value))
-    return f"{seconds // 60}m {seconds % 60:02d}s"
+    return duration(float(value))
+
+
+def duration(seconds: float) -> str:
+    """A duration as the dashboard writes it (dashboard/src/format.ts ``duration``): "180ms"
+    under a second, "4.2s" under ten, "45s", "2m 08s", "1h 02m"; rounded (halves up, as the
+    page's ``Math.round``) to what is shown before it is split into units, so 59.96 s is
+    "1m 00s"."""
+
+    def rnd(x: float) -> int:
+        return math.floor(x + 0.5)
+
+    if seconds < 0:
+        return "-" + duration(-seconds)
+    ms = rnd(seconds * 1000)
+    if ms == 0:
+        return "0s"
+    if ms < 1000:
+        return f"{ms}ms"
+    tenths = rnd(seconds * 10)
+    if tenths < 100:
+        return f"{tenths / 10:.1f}s"
+    whole = rnd(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m {whole % 60:02d}s"
+    minutes = rnd(seconds / 60)
+    return f"{minutes // 60}h {minutes % 60:02d}m"
 
 
 def change(now: Any, before: Any, how: str) -> str:
