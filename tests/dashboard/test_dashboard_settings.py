@@ -337,6 +337,20 @@ def test_journeys_dropped_and_what_read_wrong(
     for tab in pages_panel.get_by_role("tab").all():
         box_ = tab.bounding_box()
         assert box_["x"] >= card["x"] and box_["x"] + box_["width"] <= card["x"] + card["width"]
+    # ... and each long link's end (what tells them apart) is inside its row, the start cut
+    ends = page.evaluate(
+        """() => [...document.querySelectorAll('[data-panel=links] [data-report=outbound] .label')]
+            .map((l) => {
+                const t = l.querySelector('.label-tail'), h = l.querySelector('.label-head');
+                const lb = l.getBoundingClientRect(), tb = t.getBoundingClientRect();
+                return [t.textContent, tb.left >= lb.left && tb.right <= lb.right + 0.5,
+                    h.scrollWidth > h.clientWidth]; })"""
+    )
+    assert sorted(ends) == [["/section-one.md", True, True], ["/section-two.md", True, True]]
+    bare = LONG.removeprefix("https://") + "section-one.md"
+    # read out whole, once: the shortened copy is hidden from screen readers
+    named = page.locator("[data-panel=links]").get_by_role("button", name=f"{bare} 1 visitors")
+    assert named.count() == 1
     shoot(page, "project-screens-phone")
 
 
