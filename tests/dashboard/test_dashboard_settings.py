@@ -473,6 +473,14 @@ def test_an_owner_changes_the_settings(
     row.get_by_role("button", name="Yes, revoke").click()
     eventually(lambda: row.count(), 0)
     eventually(lambda: server.send(rotated, {"event": "page_view"}).status_code, 401)
+    # the clear key is shown once: settings opened again list hints only
+    page.keyboard.press("Escape")
+    dialog.wait_for(state="hidden")
+    page.get_by_role("button", name="Settings").click()
+    dialog.get_by_role("tab", name="Keys").click()
+    dialog.get_by_test_id("keys").locator("tr").first.wait_for()
+    assert dialog.get_by_test_id("new-key").count() == 0
+    assert rotated not in dialog.inner_text() and key not in dialog.inner_text()
 
     # share links: made (shown once), listed with the dashboard's dates, revoked
     dialog.get_by_role("tab", name="Share links").click()
