@@ -166,6 +166,18 @@ def test_filter_suggestions_as_one_types(
     if "organic_search" in labels:
         assert labels["organic_search"] == "Organic search"
     assert axe_serious(page, "dialog") == []
+    # on a phone, in the dark: the open list stays on the screen, axe is content
+    page.set_viewport_size({"width": 375, "height": 812})
+    page.emulate_media(color_scheme="dark")
+    assert box.get_attribute("aria-expanded") == "true"
+    assert (
+        page.evaluate(
+            """() => [...document.querySelectorAll('dialog *')]
+            .filter((e) => e.getBoundingClientRect().right > innerWidth + 1).length"""
+        )
+        == 0
+    )
+    assert axe_serious(page, "dialog") == []
     page.keyboard.press("Escape")
     page.keyboard.press("Escape")
     eventually(lambda: page.get_by_role("dialog").count(), 0)
@@ -335,6 +347,15 @@ def test_the_realtime_view(browser_page: Any, dashboard_url: str, server: Server
         .get_by_text("Direct / None")
         .is_visible()
     )
+    assert axe_serious(page, "dialog") == []
+    # on a phone, in the dark: nothing of the view overflows the screen, axe is content
+    page.set_viewport_size({"width": 375, "height": 812})
+    page.emulate_media(color_scheme="dark")
+    wide = page.evaluate(
+        """() => [...document.querySelectorAll('dialog *')]
+            .filter((e) => e.getBoundingClientRect().right > innerWidth + 1).length"""
+    )
+    assert wide == 0
     assert axe_serious(page, "dialog") == []
 
     # a new visitor shows up within a poll (5 s), without a reload
