@@ -241,13 +241,44 @@ function EngagementDetails(props: { onClose: () => void }): JSX.Element {
 
 const DEPTHS = ["25", "50", "75", "100"];
 
-/** A link's URL as a row shows it: without its scheme and "www.", and when long, its start and
- * its end (what tells links of one site apart) around an ellipsis; the row's title has it whole. */
+/** A referrer's URL as a 404 row shows it: without its scheme and "www.", and when long, its start
+ * and its end around an ellipsis; the row's title has it whole. */
 export function shortUrl(url: string, max = 52): string {
-  const bare = url.replace(/^https?:\/\//, "").replace(/^www\./, "");
+  const bare = bareUrl(url);
   if (bare.length <= max) return bare;
   const head = Math.floor(max * 0.4);
   return `${bare.slice(0, head)}…${bare.slice(bare.length - (max - head - 1))}`;
+}
+
+/** Most characters of a link's end that a row always shows. */
+const TAIL = 24;
+
+/** A link's URL without its scheme and "www.", split before its last path segment (or its last
+ * `TAIL` characters when that segment is longer): a row shortens the start and always shows the
+ * end, which tells links of one site apart at any width (375 px too). */
+export function urlParts(url: string): { head: string; tail: string } {
+  const bare = bareUrl(url);
+  const end = bare.endsWith("/") ? bare.length - 1 : bare.length;
+  const cut = bare.lastIndexOf("/", end - 1);
+  if (cut <= 0) return { head: bare, tail: "" };
+  if (bare.length - cut <= TAIL) return { head: bare.slice(0, cut), tail: bare.slice(cut) };
+  return { head: bare.slice(0, bare.length - TAIL), tail: bare.slice(bare.length - TAIL) };
+}
+
+function bareUrl(url: string): string {
+  return url.replace(/^https?:\/\//, "").replace(/^www\./, "");
+}
+
+/** A 404 row's label: the page, and its first referrer when it has one. */
+function notFoundLabel(r: TargetRow): string {
+  if (!r.referrers?.length) return r.value;
+  return `${r.value} ← ${r.referrers[0].value ? shortUrl(r.referrers[0].value) : "(no referrer)"}`;
+}
+
+/** A link row's label and the end of it always shown (`urlParts`). */
+function linkLabel(url: string): { label: string; tail: string } {
+  const { head, tail } = urlParts(url);
+  return { label: head, tail };
 }
 
 function TargetRows(props: { by: string; head: string; empty: string }): JSX.Element | null {
@@ -265,12 +296,7 @@ function TargetRows(props: { by: string; head: string; empty: string }): JSX.Ele
             head={[props.head, "Visitors", "Events"]}
             rows={d.rows.map((r) => ({
               key: r.value,
-              label:
-                props.by === "404"
-                  ? r.referrers?.length
-                    ? `${r.value} ← ${r.referrers[0].value ? shortUrl(r.referrers[0].value) : "(no referrer)"}`
-                    : r.value
-                  : shortUrl(r.value),
+              ...(props.by === "404" ? { label: notFoundLabel(r) } : linkLabel(r.value)),
               title:
                 props.by === "404" && r.referrers?.length
                   ? `${r.value} ← ${r.referrers[0].value || "(no referrer)"}`

@@ -64,6 +64,9 @@ export function SimpleRows(props: {
   rows: {
     key: string;
     label: string;
+    /** An end of the label always shown (a link's last path segment): the label's start is
+     * shortened first, with an ellipsis, so rows that differ at their end stay told apart. */
+    tail?: string;
     /** The label's title (the full text where the label is shortened); the label by default. */
     title?: string;
     nums: string[];
@@ -107,8 +110,18 @@ export function SimpleRows(props: {
             >
               <span class="cell">
                 <span class="bar" style={{ width: `${Math.max(1, (r.bar / max) * 100).toFixed(1)}%` }} />
-                <span class="label" title={r.title ?? r.label}>
-                  {r.label}
+                <span class="label" title={r.title ?? r.label + (r.tail ?? "")}>
+                  {r.tail ? (
+                    <>
+                      <span class="sr-only">{r.label + r.tail}</span>
+                      <span class="label-split" aria-hidden="true">
+                        <span class="label-head">{r.label}</span>
+                        <span class="label-tail">{r.tail}</span>
+                      </span>
+                    </>
+                  ) : (
+                    r.label
+                  )}
                 </span>
               </span>
               {r.nums.map((n, i) => [

@@ -2,15 +2,18 @@
 dialog suggests the API's values as one types (a combobox: arrow keys, Enter picks, Escape
 closes the list) and the picked filter gives the API's numbers; every duration is written one
 way, rounded before it is split into units; Regions and Cities without geo data say why; the
-realtime view's per-minute bars and top lists are the API's. Each screen passes axe."""
+realtime view's per-minute bars and top lists are the API's, with the notes of its minutes.
+Each screen passes axe."""
 
 from __future__ import annotations
 
 import math
 import time
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.dashboard.conftest import Seeded
@@ -166,6 +169,18 @@ def test_filter_suggestions_as_one_types(
     if "organic_search" in labels:
         assert labels["organic_search"] == "Organic search"
     assert axe_serious(page, "dialog") == []
+    # on a phone, in the dark: the open list stays on the screen, axe is content
+    page.set_viewport_size({"width": 375, "height": 812})
+    page.emulate_media(color_scheme="dark")
+    assert box.get_attribute("aria-expanded") == "true"
+    assert (
+        page.evaluate(
+            """() => [...document.querySelectorAll('dialog *')]
+            .filter((e) => e.getBoundingClientRect().right > innerWidth + 1).length"""
+        )
+        == 0
+    )
+    assert axe_serious(page, "dialog") == []
     page.keyboard.press("Escape")
     page.keyboard.press("Escape")
     eventually(lambda: page.get_by_role("dialog").count(), 0)
@@ -288,6 +303,15 @@ def test_the_realtime_view(browser_page: Any, dashboard_url: str, server: Server
         hit("81.2.69.10", "/docs", 15 * 60),  # 15 minutes ago: a bar, not a current visitor
     ]
     assert server.send(key, events).status_code == 200
+    # a note of a moment of the last 30 minutes is drawn on its minute; a day's note is not
+    moment = datetime.fromtimestamp(now / 1000 - 5 * 60, UTC).isoformat(timespec="seconds")
+    notes = f"{server.url}/projects/{p['id']}/annotations"
+    for body in (
+        {"date": moment, "text": "Deployed v2"},
+        {"date": moment[:10], "text": "A whole day"},
+    ):
+        r = httpx.post(notes, json=body, headers={"Authorization": f"Bearer {key}"})
+        assert r.status_code == 201, r.text
     server.wait_loaded()
     sign_in(page, dashboard_url, key, "?period=today")
     counter = page.get_by_test_id("realtime")
@@ -327,6 +351,18 @@ def test_the_realtime_view(browser_page: Any, dashboard_url: str, server: Server
     assert [v["value"] for v in want["pages"]] == ["/pricing", "/"]
     assert {v["value"] for v in want["sources"]} == {"direct", "google", "twitter"}
     assert len(want["minutes"]) == 30 and sum(m["visitors"] for m in want["minutes"]) == 4
+    # read at once, so that a minute turning between two reads cannot fail it
+    minute, markers, listed = page.evaluate(
+        """(t) => [[...document.querySelectorAll('[data-testid=realtime-minutes] rect')]
+                .findIndex((r) => r.dataset.time === t),
+            [...document.querySelectorAll('[data-testid=realtime-minutes] .annotation-marker')]
+                .map((m) => m.dataset.index),
+            [...document.querySelectorAll('[data-testid=realtime-notes] li')]
+                .map((li) => li.textContent)]""",
+        moment[:16],
+    )
+    assert minute >= 0 and markers == [str(minute)]
+    assert listed == [f"{29 - minute} minutes ago: Deployed v2"]
     assert (
         view.get_by_role("region", name="Countries right now").get_by_text("Germany").is_visible()
     )
@@ -335,6 +371,15 @@ def test_the_realtime_view(browser_page: Any, dashboard_url: str, server: Server
         .get_by_text("Direct / None")
         .is_visible()
     )
+    assert axe_serious(page, "dialog") == []
+    # on a phone, in the dark: nothing of the view overflows the screen, axe is content
+    page.set_viewport_size({"width": 375, "height": 812})
+    page.emulate_media(color_scheme="dark")
+    wide = page.evaluate(
+        """() => [...document.querySelectorAll('dialog *')]
+            .filter((e) => e.getBoundingClientRect().right > innerWidth + 1).length"""
+    )
+    assert wide == 0
     assert axe_serious(page, "dialog") == []
 
     # a new visitor shows up within a poll (5 s), without a reload

@@ -371,6 +371,7 @@ def test_segments_and_notes_from_the_chart(open_as: Any, server: Server, site: S
     form = notes.get_by_test_id("note-form")
     assert form.get_by_label("Day").input_value() == to
     form.get_by_label("Note").fill("Launched v2")
+    assert axe_serious(page, ".chart-card") == []  # the note form too
     page.keyboard.press("Enter")
     notes.locator(f"li[data-day='{to}']").wait_for()
     chart = page.locator(".chart-card .chart")
@@ -412,9 +413,11 @@ def test_segments_and_notes_from_the_chart(open_as: Any, server: Server, site: S
     notes.get_by_role("button", name="Edit note").first.click()
     editing = notes.locator("li.editing")
     editing.get_by_label("Note").fill("Newsletter #12 sent")
+    assert axe_serious(page, ".chart-card") == []  # a note being edited
     editing.get_by_role("button", name="Save note").click()
     notes.get_by_text("Newsletter #12 sent").wait_for()
     notes.get_by_role("button", name="Delete note").last.click()
+    assert axe_serious(page, ".chart-card") == []  # the question before deleting
     notes.get_by_role("button", name="Delete", exact=True).click()
     eventually(lambda: notes.locator("li[data-day]").count(), 1)
     eventually(lambda: markers.count(), 1)

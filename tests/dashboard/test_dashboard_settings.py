@@ -1,12 +1,12 @@
 """The project screens of issues 41 and 42 in real headless Chromium against the real server:
 the journeys view and the dropped events panel show the API's numbers; the project settings
 (time zone, domains, exclusions, keys, share links, deletion) change the project as the API
-then says, for an owner; a viewer sees neither settings nor dropped events (and the API
-refuses them); a secret key manages the project but may not delete it. Also what issue 41
-found wrong: revenue items by name with their currency, labelled Web Vitals shares, the
-engagement panel's Details and what "not measured" means, link URLs told apart, share-link
-dates in the dashboard's format, the Pages tabs at 375 px. Every screen passes axe (no serious
-or critical violation).
+then says, for an owner; a viewer or an editor sees neither settings nor dropped events (and
+the API refuses them); a team admin or a secret key manages the project but may not delete
+it. Also what issue 41 found wrong: revenue items by name with their currency, labelled Web
+Vitals shares, the engagement panel's Details and what "not measured" means, link URLs told
+apart, share-link dates in the dashboard's format, the Pages tabs at 375 px. Every screen
+passes axe (no serious or critical violation).
 
 One project of a team with an owner and a viewer, made once for the module; a page per role.
 """
@@ -337,6 +337,20 @@ def test_journeys_dropped_and_what_read_wrong(
     for tab in pages_panel.get_by_role("tab").all():
         box_ = tab.bounding_box()
         assert box_["x"] >= card["x"] and box_["x"] + box_["width"] <= card["x"] + card["width"]
+    # ... and each long link's end (what tells them apart) is inside its row, the start cut
+    ends = page.evaluate(
+        """() => [...document.querySelectorAll('[data-panel=links] [data-report=outbound] .label')]
+            .map((l) => {
+                const t = l.querySelector('.label-tail'), h = l.querySelector('.label-head');
+                const lb = l.getBoundingClientRect(), tb = t.getBoundingClientRect();
+                return [t.textContent, tb.left >= lb.left && tb.right <= lb.right + 0.5,
+                    h.scrollWidth > h.clientWidth]; })"""
+    )
+    assert sorted(ends) == [["/section-one.md", True, True], ["/section-two.md", True, True]]
+    bare = LONG.removeprefix("https://") + "section-one.md"
+    # read out whole, once: the shortened copy is hidden from screen readers
+    named = page.locator("[data-panel=links]").get_by_role("button", name=f"{bare} 1 visitors")
+    assert named.count() == 1
     shoot(page, "project-screens-phone")
 
 
@@ -354,6 +368,24 @@ def test_a_viewer_sees_no_settings_a_secret_key_may_not_delete_the_admin_sets_re
     assert call(server, "GET", f"{where}/keys", world.viewer).status_code == 403
     r = call(server, "PATCH", where, world.viewer, json={"timezone": "Asia/Tokyo"})
     assert r.status_code == 403
+
+    # an editor changes goals and notes, not the settings; a team admin the settings, but
+    # deleting is an owner's
+    editor = invite_and_accept(server, world.owner, world.team_id, "editor")
+    page = opened(dashboard_url, editor.token, f"?project={world.project_id}&period=7d")
+    assert page.get_by_test_id("project-role").inner_text() == "Editor"
+    assert page.get_by_role("button", name="Settings").count() == 0
+    assert page.locator("[data-panel=dropped]").count() == 0
+    admin = invite_and_accept(server, world.owner, world.team_id, "admin")
+    page = opened(dashboard_url, admin.token, f"?project={world.project_id}&period=7d")
+    page.get_by_role("button", name="Settings").click()
+    dialog = page.get_by_test_id("settings")
+    assert "Only the operator" in dialog.get_by_test_id("retention").inner_text()
+    dialog.get_by_role("tab", name="Delete").click()
+    assert "Only an owner" in dialog.get_by_test_id("delete-refused").inner_text()
+    dialog.get_by_role("tab", name="Keys").click()
+    dialog.get_by_test_id("keys").locator("tr").first.wait_for()
+    assert dialog.get_by_role("button", name="Create a key").is_enabled()
 
     # the project's secret key manages it, but deleting is an owner's
     page = opened(dashboard_url, world.secret, "?period=7d")
@@ -459,6 +491,14 @@ def test_an_owner_changes_the_settings(
     row.get_by_role("button", name="Yes, revoke").click()
     eventually(lambda: row.count(), 0)
     eventually(lambda: server.send(rotated, {"event": "page_view"}).status_code, 401)
+    # the clear key is shown once: settings opened again list hints only
+    page.keyboard.press("Escape")
+    dialog.wait_for(state="hidden")
+    page.get_by_role("button", name="Settings").click()
+    dialog.get_by_role("tab", name="Keys").click()
+    dialog.get_by_test_id("keys").locator("tr").first.wait_for()
+    assert dialog.get_by_test_id("new-key").count() == 0
+    assert rotated not in dialog.inner_text() and key not in dialog.inner_text()
 
     # share links: made (shown once), listed with the dashboard's dates, revoked
     dialog.get_by_role("tab", name="Share links").click()

@@ -26,6 +26,7 @@ from svc.mail.report import change, shown
 from svc.mail.smtp import SmtpConfig, sender
 from svc.meta.store import Project
 from svc.settings import Settings
+from tests.dashboard.test_dashboard_live import duration as page_duration
 
 
 def test_periods_end_in_the_project_time_zone() -> None:
@@ -70,6 +71,13 @@ def test_smtp_url() -> None:
 
 def test_figures_and_changes() -> None:
     assert shown(12345, "int") == "12,345" and shown(75.4, "seconds") == "1m 15s"
+    # a visit duration reads as on the dashboard the report links to (one format everywhere)
+    for seconds, text in (
+        (0, "0s"), (0.18, "180ms"), (4.2, "4.2s"), (9.96, "10s"), (45, "45s"),
+        (59.96, "1m 00s"), (119.6, "2m 00s"), (128, "2m 08s"), (3599.6, "1h 00m"),
+        (3725, "1h 02m"),
+    ):  # fmt: skip
+        assert shown(seconds, "seconds") == text == page_duration(seconds), seconds
     assert change(150, 100, "int") == "+50%" and change(3, 0, "int") == "new"
     assert change(0, 0, "int") == "=" and change("40.0%", "42.5%", "percent") == "-2.5 pts"
 

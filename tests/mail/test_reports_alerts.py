@@ -83,6 +83,7 @@ def test_daily_report_equals_the_api_and_unsubscribes(svc: Server, mail_server: 
     assert msg["Subject"].startswith(f"Daily report for {p['name']}")
     text = msg.get_body(("plain",)).get_content().replace("\r\n", "\n")  # type: ignore[union-attr]
     html = msg.get_body(("html",)).get_content()  # type: ignore[union-attr]
+    assert "Funnels" not in text  # no saved funnels: no empty list of them
 
     # the same numbers as the API's for that period, with the change against the day before
     r = httpx.get(
@@ -150,9 +151,10 @@ def test_daily_report_equals_the_api_and_unsubscribes(svc: Server, mail_server: 
     assert len(mail_server.to(to)) == 1
 
 
-def test_a_report_lists_the_saved_goals(svc: Server, mail_server: MailServer) -> None:
+def test_a_report_lists_the_saved_goals_and_funnels(svc: Server, mail_server: MailServer) -> None:
     """With saved goals, a report's goals are theirs, by name, with the figures of GET
-    /metrics/goals without `goal` (the saved goals) for the period."""
+    /metrics/goals without `goal` (the saved goals) for the period; with saved funnels, each
+    funnel's visitors per step and conversion as GET /metrics/funnel?funnel=<id> gives them."""
     p = svc.create_project("rep-goals-" + uuid.uuid4().hex[:6], timezone=TZ)
     secret = p["keys"]["secret"]
     yesterday = datetime.now(ZoneInfo(TZ)).date() - timedelta(days=1)
@@ -176,6 +178,16 @@ def test_a_report_lists_the_saved_goals(svc: Server, mail_server: MailServer) ->
     for goal in goals:
         r = httpx.post(f"{svc.url}/projects/{p['id']}/goals", json=goal, headers=auth(secret))
         assert r.status_code == 201, r.text
+
+    funnels = [
+        {"name": "Buy", "steps": ["page:/", "page:/pricing", "event:signup"]},
+        {"name": "Blog", "steps": ["page:/blog/*", "event:signup"], "window": 86400},
+    ]
+    made = []
+    for funnel in funnels:
+        r = httpx.post(f"{svc.url}/projects/{p['id']}/funnels", json=funnel, headers=auth(secret))
+        assert r.status_code == 201, r.text
+        made.append(r.json()["id"])
 
     to = f"goals-{p['id'][-6:]}@example.com"
     r = httpx.post(
@@ -202,6 +214,27 @@ def test_a_report_lists_the_saved_goals(svc: Server, mail_server: MailServer) ->
     assert listed[0] == "  Signups: 2 visitors (40.0%)"
     assert "newsletter" not in text.split("\nGoals\n", 1)[1]  # the saved goals, not the top events
     assert "Pro signups: 1 visitors (20.0%)" in html
+
+    # the saved funnels, in the order saved: each step's visitors, the last step's conversion
+    answers = []
+    for funnel_id in made:
+        r = httpx.get(
+            f"{svc.url}/metrics/funnel",
+            params={"from": day, "to": day, "funnel": funnel_id},
+            headers=auth(secret),
+        )
+        assert r.status_code == 200, r.text
+        answers.append(r.json())
+    assert [s["visitors"] for s in answers[0]["steps"]] == [3, 1, 1]
+    listed = text.split("\nFunnels\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert listed == [
+        f"  {a['funnel']['name']}: "
+        + " → ".join(str(s["visitors"]) for s in a["steps"])
+        + f" visitors ({a['steps'][-1]['conversionRate']})"
+        for a in answers
+    ]
+    assert listed[0] == "  Buy: 3 → 1 → 1 visitors (33.3%)"
+    assert "Buy: 3 → 1 → 1 visitors (33.3%)" in html
 
 
 def test_alert_fires_on_a_spike_and_names_its_source(svc: Server, mail_server: MailServer) -> None:

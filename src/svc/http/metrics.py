@@ -378,13 +378,12 @@ def _funnel(store: EventStore, project: Project, request: Request) -> dict[str, 
     saved = saved_funnels.chosen(  # funnel=<id>: a saved funnel (svc.saved.funnels)
         runtime_of(request).meta, project.id, params.get("funnel"), params.getlist("step")
     )
-    default = saved.window if saved is not None and saved.window is not None else 1800
-    window = _int_param(request, "window", default, 1, 30 * 86400)
-    steps = list(saved.steps) if saved is not None else params.getlist("step")
-    body = conversions.query_funnel(store, parse_scope(request, project), steps, window)
+    own = saved.window if saved is not None else None
+    window = _int_param(request, "window", own or saved_funnels.DEFAULT_WINDOW, 1, 30 * 86400)
+    scope = parse_scope(request, project)
     if saved is not None:
-        body["funnel"] = {"id": saved.id, "name": saved.name}
-    return body
+        return saved_funnels.query_saved(store, scope, saved, window)
+    return conversions.query_funnel(store, scope, params.getlist("step"), window)
 
 
 def _revenue(store: EventStore, project: Project, request: Request) -> dict[str, Any]:

@@ -9,6 +9,7 @@ The change of each number is against the previous period of the same length (the
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -23,10 +24,13 @@ from svc.queries import breakdown, conversions, timeseries
 from svc.queries.dimensions import DIMENSIONS
 from svc.queries.metrics import query_metrics
 from svc.queries.plan import Query
+from svc.saved.funnels import Funnel, query_saved
 from svc.saved.goals import Goal, query_conversions
 from svc.storage.events import EventStore
 
 TOP = 5
+#: A report reads at most this many saved funnels, the first saved (one statement each).
+MAX_FUNNELS = 10
 CHART_CID = "chart@svc"
 #: (label, key of GET /metrics' answer, how it is shown, whether less is better)
 NUMBERS = (
@@ -51,6 +55,9 @@ class Report:
     #: GET /metrics/goals of the saved goals (without `goal`), or of the custom events when
     #: the project has none; most converting first
     goals: list[dict[str, Any]]
+    #: GET /metrics/funnel?funnel=<id> of the first :data:`MAX_FUNNELS` saved funnels, in the
+    #: order saved
+    funnels: list[dict[str, Any]]
 
 
 def compute(
@@ -59,12 +66,15 @@ def compute(
     period: Period,
     raw_from: date | None = None,
     saved_goals: Sequence[Goal] = (),
+    saved_funnels: Sequence[Funnel] = (),
 ) -> Report:
     """The numbers of a report (blocking: it runs queries). ``raw_from``: the first day whose
     raw events the project keeps (svc.retention), as the API reads it. ``saved_goals``: the
     project's saved goals (svc.saved.goals); with some, the goals listed are theirs (each
     with its name, as GET /metrics/goals without ``goal`` answers), else the period's
-    :data:`TOP` most frequent custom events."""
+    :data:`TOP` most frequent custom events. ``saved_funnels``: the project's saved funnels
+    (svc.saved.funnels); the first :data:`MAX_FUNNELS` are read as GET /metrics/funnel with
+    ``funnel=<id>`` reads them."""
     rng = period.rng
     now = Query(project.id, rng, raw_from=raw_from)
     before = Query(project.id, rng.previous_period(), raw_from=raw_from)
@@ -90,6 +100,7 @@ def compute(
         pages=breakdown.query_breakdown(store, now, DIMENSIONS["page"], page)["rows"],
         sources=breakdown.query_breakdown(store, now, DIMENSIONS["source"], page)["rows"],
         goals=goals,
+        funnels=[query_saved(store, now, f) for f in saved_funnels[:MAX_FUNNELS]],
     )
 
 
@@ -104,8 +115,35 @@ def shown(value: Any, how: str) -> str:
         return f"{int(value):,}"
     if how == "percent":
         return str(value)
-    seconds = round(float(value))
-    return f"{seconds // 60}m {seconds % 60:02d}s"
+    return duration(float(value))
+
+
+def duration(seconds: float) -> str:
+    """A duration as the dashboard writes it (dashboard/src/format.ts ``duration``): "180ms"
+    under a second, "4.2s" under ten, "45s", "2m 08s", "1h 02m"; rounded (halves up, as the
+    page's ``Math.round``) to what is shown before it is split into units, so 59.96 s is
+    "1m 00s"."""
+
+    def rnd(x: float) -> int:
+        return math.floor(x + 0.5)
+
+    if seconds < 0:
+        return "-" + duration(-seconds)
+    ms = rnd(seconds * 1000)
+    if ms == 0:
+        return "0s"
+    if ms < 1000:
+        return f"{ms}ms"
+    tenths = rnd(seconds * 10)
+    if tenths < 100:
+        return f"{tenths / 10:.1f}s"
+    whole = rnd(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m {whole % 60:02d}s"
+    minutes = rnd(seconds / 60)
+    return f"{minutes // 60}h {minutes % 60:02d}m"
 
 
 def change(now: Any, before: Any, how: str) -> str:
@@ -197,8 +235,15 @@ def _lists(report: Report) -> list[tuple[str, list[dict[str, Any]], Any]]:
         name = str(g["name"]) if "name" in g else str(g["goal"]).removeprefix("event:")
         return f"{name}: {int(g['visitors']):,} visitors ({g['conversionRate']})"
 
-    return [
+    def funnel(f: dict[str, Any]) -> str:
+        steps = " → ".join(f"{int(s['visitors']):,}" for s in f["steps"])
+        return f"{f['funnel']['name']}: {steps} visitors ({f['steps'][-1]['conversionRate']})"
+
+    lists: list[tuple[str, list[dict[str, Any]], Any]] = [
         ("Top pages", report.pages, visitors),
         ("Top sources", report.sources, visitors),
         ("Goals", report.goals, goal),
     ]
+    if report.funnels:  # a project without saved funnels gets no empty list
+        lists.append(("Funnels", report.funnels, funnel))
+    return lists

@@ -21,6 +21,7 @@ from svc.mail import report as reports
 from svc.mail.outbox import enqueue
 from svc.mail.periods import REPORT_KINDS, Period, last_complete
 from svc.meta.store import MetaStore, Project
+from svc.saved import funnels as saved_funnels
 from svc.saved import goals as saved_goals
 from svc.settings import Settings
 from svc.storage.events import EventStore
@@ -81,9 +82,13 @@ def send_reports(
             report = computed.get((project.id, period.key))
             if report is None:
                 first_raw = raw_from(project) if raw_from is not None else None
-                saved = saved_goals.list_goals(meta, project.id)
                 report = computed[(project.id, period.key)] = reports.compute(
-                    store, project, period, first_raw, saved
+                    store,
+                    project,
+                    period,
+                    first_raw,
+                    saved_goals.list_goals(meta, project.id),
+                    saved_funnels.list_funnels(meta, project.id),
                 )
             sent += _enqueue_report(settings, meta, sub, report, period)
         except Exception:

@@ -17,6 +17,7 @@ from svc.errors import ApiError, InvalidRequest, NotFound
 from svc.meta import tables
 from svc.meta.store import MetaStore
 from svc.queries import conversions
+from svc.queries.plan import Query
 from svc.saved.common import (
     check_fields,
     check_name,
@@ -24,11 +25,14 @@ from svc.saved.common import (
     json_list,
     row_of,
 )
+from svc.storage.events import EventStore
 from svc.timeutil import iso_ms, now_ms
 
 _t = tables.saved_funnels
 FIELDS = ("name", "steps", "window")
 MIN_STEPS, MAX_STEPS = 2, 8
+#: GET /metrics/funnel's window (seconds) when neither the request nor the funnel sets one.
+DEFAULT_WINDOW = 1800
 #: At most this many characters in a step.
 MAX_STEP = 2000
 MAX_WINDOW = 30 * 86400
@@ -144,6 +148,18 @@ def chosen(
     if funnel is None:
         raise NotFound(f"no funnel {funnel_id!r} in this project", field="funnel")
     return funnel
+
+
+def query_saved(
+    store: EventStore, query: Query, funnel: Funnel, window: int | None = None
+) -> dict[str, Any]:
+    """GET /metrics/funnel's answer for a saved funnel under ``query``: its steps within
+    ``window`` seconds (None: the funnel's own, else :data:`DEFAULT_WINDOW`), and ``funnel``
+    ``{id, name}``. The route and the email reports both read a saved funnel through this."""
+    chosen_window = window if window is not None else funnel.window or DEFAULT_WINDOW
+    body = conversions.query_funnel(store, query, list(funnel.steps), chosen_window)
+    body["funnel"] = {"id": funnel.id, "name": funnel.name}
+    return body
 
 
 def _funnel(row: Any) -> Funnel:
