@@ -20,7 +20,7 @@ from svc.accounts.roles import MANAGE
 from svc.auth import Principal
 from svc.errors import Forbidden, InvalidRequest
 from svc.http.common import json_body, json_response, principal_of
-from svc.ingestion.pipeline import (
+from svc.ingestion.exclusions import (
     MAX_EXCLUDED_PATHS,
     MAX_GLOB_WILDCARDS,
     MAX_PATH_GLOB_LENGTH,
