@@ -5,17 +5,21 @@ Each step reads and fills an :class:`EventDraft`; a step that drops the event re
 
 1. ``parse_url``: hostname, path, kept query parameters (UTM, click ids).
 2. ``drop_bots``: crawler, headless and HTTP-library user agents.
-3. ``drop_excluded``: the project's excluded address ranges and paths, foreign hostnames
+3. ``drop_data_centres``: a client address in the operator's data-centre ranges
+   (``SVC_DATACENTRE_RANGES``, :mod:`svc.ingestion.enrich.datacentres`), unless the project
+   keeps them (``options.keepDataCentres``). Only in the list when ranges are configured: an
+   event pays nothing for it otherwise.
+4. ``drop_excluded``: the project's excluded address ranges and paths, foreign hostnames
    (compiled once per version of the project: :mod:`svc.ingestion.exclusions`).
-4. ``drop_duplicates``: an ``eventId`` seen before.
-5. ``enrich_user_agent``: browser, OS, device class.
-6. ``attribute_source``: source, channel, referrer host.
-7. ``locate``: country, region, city.
+5. ``drop_duplicates``: an ``eventId`` seen before.
+6. ``enrich_user_agent``: browser, OS, device class.
+7. ``attribute_source``: source, channel, referrer host.
+8. ``locate``: country, region, city.
 
 A server-side sender (secret key) may name the end user's client as another service recorded
 it (the event's ``client``: an import's browser, system, device and location); what it names
-replaces what steps 5 and 7 would derive.
-8. ``identify``: visitor and session ids.
+replaces what steps 6 and 8 would derive.
+9. ``identify``: visitor and session ids.
 
 The spool append follows in :mod:`svc.ingestion.service`.
 """
@@ -28,6 +32,7 @@ from dataclasses import dataclass
 from svc.ingestion import identity
 from svc.ingestion.dedup import EventIdFilter
 from svc.ingestion.enrich.bots import bot_reason
+from svc.ingestion.enrich.datacentres import DataCentreRanges
 from svc.ingestion.enrich.geo import Geo, GeoLookup
 from svc.ingestion.enrich.sources import attribute
 from svc.ingestion.enrich.useragent import device_from_screen, parse_user_agent
@@ -46,6 +51,9 @@ _BOT_REASONS = {
     "http_library": DropReason.HTTP_LIBRARY,
 }
 
+
+#: The project option that keeps the events from data-centre addresses (default: dropped).
+KEEP_DATA_CENTRES = "keepDataCentres"
 
 _NO_GEO = Geo("", "", "")
 _NO_PAGE = PageUrl("", "/")  # a placeholder: replaced, never changed
@@ -170,14 +178,17 @@ class Pipeline:
         sessions: identity.SessionTracker,
         event_ids: EventIdFilter,
         geo: GeoLookup,
+        data_centres: DataCentreRanges | None = None,
     ) -> None:
         self.salts = salts
         self.sessions = sessions
         self.event_ids = event_ids
         self.geo = geo
+        self.data_centres = data_centres
         self.steps: list[tuple[str, Step]] = [
             ("parse_url", self.parse_url),
             ("drop_bots", self.drop_bots),
+            *([("drop_data_centres", self.drop_data_centres)] if data_centres else []),
             ("drop_excluded", self.drop_excluded),
             ("drop_duplicates", self.drop_duplicates),
             ("enrich_user_agent", self.enrich_user_agent),
@@ -245,6 +256,18 @@ class Pipeline:
         if reason is None:
             return None
         return _BOT_REASONS.get(reason, DropReason.BOT)
+
+    def drop_data_centres(self, d: EventDraft) -> DropReason | None:
+        # The address checked is the client's (an edge's signed one: svc.http.edge_auth) or
+        # the one a server-side sender passes on; never a server-side sender's own, which is
+        # in a data centre more often than not.
+        ctx = d.ctx
+        if ctx.key_kind == "secret" and not d.raw.ip:
+            return None
+        ranges = self.data_centres
+        if ranges is None or not d.address or ctx.project.options.get(KEEP_DATA_CENTRES):
+            return None
+        return DropReason.DATA_CENTRE if ranges.contains(d.address) else None
 
     @staticmethod
     def drop_excluded(d: EventDraft) -> DropReason | None:
