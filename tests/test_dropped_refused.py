@@ -121,8 +121,9 @@ def test_data_centre_addresses_are_dropped_counted_and_sampled(srv: Server) -> N
     assert r.status_code == 200 and "x-svc-dropped" not in r.headers, r.headers
     r = _send(srv, secret, "192.0.2.47", ip="2001:db8:dc::7")
     assert r.status_code == 200 and "x-svc-dropped" not in r.headers, r.headers
-    got = httpx.get(f"{srv.url}/projects/{project_id}", headers=srv.admin()).json()
-    assert got["options"]["keepDataCentres"] is True
+    got = httpx.get(f"{srv.url}/projects/{project_id}", headers=srv.admin())
+    assert got.json()["options"]["keepDataCentres"] is True
+    check("/projects/{project_id}", "get", got)
     assert _options(srv, project_id, {"keepDataCentres": False}).status_code == 200
     assert _send(srv, public, "198.51.100.18").headers.get("x-svc-dropped") == "data_centre"
     is_error(_options(srv, project_id, {"keepDataCentres": "yes"}), 400, "options.keepDataCentres")
