@@ -1,12 +1,13 @@
 """Data-centre addresses and refused requests in what was dropped (issue 42, item 5).
 
 Against a real server: with ``SVC_DATACENTRE_RANGES``, events from an address in the list
-(the client's as a trusted proxy forwards it, or one a server-side sender passes on) are
-dropped as ``data_centre``, counted and sampled without the address; an address outside is
-stored, a server-side sender's own address is not judged, and a project that keeps
-data-centre traffic stores them. A malformed list refuses the start naming its line.
-Requests to POST /analytics refused with 429 by the ingest rate limit or over the monthly
-quota are counted per project and UTC day under ``refused`` (requests, not events).
+(the client's as a trusted proxy forwards it or an edge signs it, or one a server-side sender
+passes on) are dropped as ``data_centre``, counted and sampled without the address; an
+address outside is stored, an unsigned edge address is not believed, a server-side sender's
+own address is not judged, and a project that keeps data-centre traffic stores them. A
+malformed list refuses the start naming its line. Requests to POST /analytics refused with
+429 by the ingest rate limit or over the monthly quota are counted per project and UTC day
+under ``refused`` (requests, not events).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import pytest
 from svc.ingestion.enrich.datacentres import RangesFileError, load_ranges
 from svc.ingestion.service import IngestService
 from svc.settings import Settings
+from tests.edge.support import SECRET
+from tests.edge.test_signed_headers import signed
 from tests.support import BROWSER_UA, Server, is_error
 from tests.test_openapi import _checker
 
@@ -34,7 +37,7 @@ RANGES = """\
 
 2001:db8:dc::/48
 """
-INSIDE = ("198.51.100.7", "198.51.101.200", "2001:db8:dc::5", "198.51.100.9")
+INSIDE = ("198.51.100.7", "198.51.101.200", "2001:db8:dc::5", "198.51.100.9", "198.51.100.33")
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +51,7 @@ def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             "SVC_HOUSEKEEPING_INTERVAL_SECONDS": "0.2",
             "SVC_DATACENTRE_RANGES": str(ranges),
             "SVC_TRUSTED_PROXIES": "127.0.0.1/32",  # X-Forwarded-For names the client
+            "SVC_EDGE_SECRET": SECRET,  # and so do an edge's signed headers (docs/edge.md)
             "SVC_RATE_LIMIT_INGEST_PER_IP": "1/h:5",  # 5 requests per address and project
         },
     ).start()
@@ -101,11 +105,24 @@ def test_data_centre_addresses_are_dropped_counted_and_sampled(srv: Server) -> N
         r = _send(srv, key, forwarded, **event)
         assert r.status_code == 200, r.text
         assert r.headers.get("x-svc-dropped") == reason, (forwarded, event)
+    # an edge's signed client address is the one judged; an unsigned one is not believed
+    content = json.dumps({"event": "page_view", "url": "/pricing"}).encode()
+    for ip, reason in (("198.51.100.33", "data_centre"), ("192.0.2.48", None)):
+        headers = signed(content, key=public, ip=ip)
+        r = httpx.post(srv.url + "/analytics", content=content, headers=headers)
+        assert r.status_code == 200 and r.headers.get("x-svc-dropped") == reason, (ip, r.text)
+    forged = {"x-svc-edge-ip": "198.51.100.34", "x-svc-edge-signature": "v1=forged"}
+    r = srv.send(
+        public,
+        {"event": "page_view", "url": "/pricing"},
+        headers={"User-Agent": BROWSER_UA, "X-Forwarded-For": "192.0.2.49", **forged},
+    )
+    assert r.status_code == 200 and "x-svc-dropped" not in r.headers, r.headers
 
-    body = _report_when(srv, project_id, lambda b: len(b["samples"]) >= 4)
-    assert body["totals"]["data_centre"] == 4 and body["total"] == 4, body["totals"]
-    assert body["days"][-1]["reasons"]["data_centre"] == 4
-    assert [s["reason"] for s in body["samples"]] == ["data_centre"] * 4
+    body = _report_when(srv, project_id, lambda b: len(b["samples"]) >= 5)
+    assert body["totals"]["data_centre"] == 5 and body["total"] == 5, body["totals"]
+    assert body["days"][-1]["reasons"]["data_centre"] == 5
+    assert [s["reason"] for s in body["samples"]] == ["data_centre"] * 5
     assert {s["path"] for s in body["samples"]} == {"/pricing"}
     assert {s["userAgent"] for s in body["samples"]} == {BROWSER_UA}
     text = json.dumps(body)
