@@ -114,7 +114,8 @@ def test_drops_are_counted_per_day_and_reason_with_samples_without_addresses(
         (public, {"url": "https://elsewhere.test/"}, BROWSER_UA, "foreign_hostname"),
         (public, {"url": page, "eventId": "e-1"}, BROWSER_UA, None),
         (public, {"url": page, "eventId": "e-1"}, BROWSER_UA, "duplicate_event_id"),
-        # a data centre's address (AWS) is no reason to drop today: stored, not counted
+        # a data centre's address (AWS) without SVC_DATACENTRE_RANGES: stored, not counted
+        # (with it: tests/test_dropped_refused.py)
         (secret, {"url": page, "ip": "52.94.236.248"}, BROWSER_UA, None),
         (public, {"url": page}, BROWSER_UA, None),
     ]
@@ -124,7 +125,11 @@ def test_drops_are_counted_per_day_and_reason_with_samples_without_addresses(
 
     body = _wait_for(srv, project_id, sum(want.values()), sum(want.values()))
     assert body["to"] == day and len(body["days"]) == 30, body["days"]
-    assert body["days"][-1] == {"date": day, "reasons": {r: want[r] for r in REASONS}}
+    assert body["days"][-1] == {
+        "date": day,
+        "reasons": {r: want[r] for r in REASONS},
+        "refused": {"rate_limit": 0, "quota": 0},  # requests (tests/test_dropped_refused.py)
+    }
     assert all(not any(d["reasons"].values()) for d in body["days"][:-1])
     assert body["totals"] == {r: want[r] for r in REASONS}
     assert Counter(s["reason"] for s in body["samples"]) == want

@@ -20,7 +20,7 @@ import httpx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from svc.ingestion.pipeline import Exclusions, exclusions_of, glob_wildcards
+from svc.ingestion.exclusions import Exclusions, exclusions_of, glob_wildcards
 from svc.meta.store import Project
 from tests.conftest import BROWSER_UA
 from tests.support import Server, is_error

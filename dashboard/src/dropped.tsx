@@ -1,5 +1,6 @@
 // Dropped events (GET /projects/{id}/dropped): what the bot filter and the project's exclusions
-// kept out, by reason and by UTC day, and the samples kept of them (a few days, no addresses).
+// kept out, by reason and by UTC day, and the samples kept of them (a few days, no addresses);
+// apart, the requests refused whole with 429 (rate limit, monthly quota), counted in requests.
 // For those who may manage the project (settings/rights.ts); the server refuses others.
 
 import type { JSX } from "preact";
@@ -13,9 +14,12 @@ import "./screens.css";
 export interface DroppedAnswer {
   from: string;
   to: string;
-  days: { date: string; reasons: Record<string, number> }[];
+  // `refused*`: requests, not events (absent from an older server)
+  days: { date: string; reasons: Record<string, number>; refused?: Record<string, number> }[];
   totals: Record<string, number>;
   total: number;
+  refusedTotals?: Record<string, number>;
+  refusedTotal?: number;
   samples: {
     time: string;
     reason: string;
@@ -36,10 +40,30 @@ export const REASONS: Record<string, string> = {
   excluded_path: "Excluded path",
   foreign_hostname: "Not one of the project's domains",
   duplicate_event_id: "Sent twice (same event id)",
+  data_centre: "Data-centre address",
+};
+
+/** Why a whole request was refused with 429 before any of its events was read. */
+export const REFUSALS: Record<string, string> = {
+  rate_limit: "Rate-limited requests",
+  quota: "Over-quota requests",
+};
+
+const REFUSED_WHY: Record<string, string> = {
+  rate_limit: "by a rate limit",
+  quota: "over the monthly quota",
 };
 
 function reasonLabel(r: string): string {
   return REASONS[r] ?? r;
+}
+
+function refusalLabel(r: string): string {
+  return REFUSALS[r] ?? r;
+}
+
+function sum(counts: Record<string, number> | undefined): number {
+  return Object.values(counts ?? {}).reduce((a, b) => a + b, 0);
 }
 
 /** The server answers at most 400 days. */
@@ -65,8 +89,8 @@ export function DroppedPanel(): JSX.Element | null {
     <Report id="dropped" title="Dropped events" wide>
       <Body
         data={data}
-        empty={(d) => d.total === 0 && d.samples.length === 0}
-        emptyText="Nothing was dropped in this range: no crawler, script or excluded visitor sent events."
+        empty={(d) => d.total === 0 && d.samples.length === 0 && !d.refusedTotal}
+        emptyText="Nothing was dropped or refused in this range: no crawler, script or excluded visitor sent events."
       >
         {(d) => <Dropped answer={d} />}
       </Body>
@@ -81,15 +105,30 @@ function Dropped(props: { answer: DroppedAnswer }): JSX.Element {
     .filter(([, n]) => n > 0)
     .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
   const max = Math.max(1, ...reasons.map(([, n]) => n));
-  const days = d.days.filter((day) => Object.values(day.reasons).some((n) => n > 0)).reverse();
+  const days = d.days.filter((day) => sum(day.reasons) > 0 || sum(day.refused) > 0).reverse();
   const shown = reasons.map(([r]) => r);
+  const refusedTotals = d.refusedTotals;
+  const refused = Object.entries(refusedTotals ?? {})
+    .filter(([, n]) => n > 0)
+    .map(([r]) => r);
   return (
     <div class="stack dropped">
       <p class="hint" data-testid="dropped-total">
         {exactNum(d.total)} event{d.total === 1 ? "" : "s"} dropped from {dayLabel(d.from, true)} to{" "}
-        {dayLabel(d.to, true)} (days in UTC, as received). Not counted here: requests refused by a rate limit
-        and events over the monthly quota.
+        {dayLabel(d.to, true)} (days in UTC, as received).
       </p>
+      {refusedTotals && (
+        <p class="hint" data-testid="refused-total">
+          {d.refusedTotal
+            ? `${exactNum(d.refusedTotal)} request${d.refusedTotal === 1 ? "" : "s"} refused with 429 before their events were read (nothing of them stored; the sender may retry): ${Object.entries(
+                refusedTotals,
+              )
+                .filter(([, n]) => n > 0)
+                .map(([r, n]) => `${exactNum(n)} ${REFUSED_WHY[r] ?? r}`)
+                .join(", ")}.`
+            : "No request was refused by a rate limit or the monthly quota."}
+        </p>
+      )}
       <div class="split">
         <div>
           <h3 class="sub-title">By reason</h3>
@@ -130,6 +169,11 @@ function Dropped(props: { answer: DroppedAnswer }): JSX.Element {
                     <th scope="col" class="num">
                       Total
                     </th>
+                    {refused.map((r) => (
+                      <th scope="col" class="num" key={r}>
+                        {refusalLabel(r)}
+                      </th>
+                    ))}
                   </tr>
                 </thead>
                 <tbody>
@@ -142,8 +186,13 @@ function Dropped(props: { answer: DroppedAnswer }): JSX.Element {
                         </td>
                       ))}
                       <td class="num" data-testid="day-total">
-                        {exactNum(Object.values(day.reasons).reduce((a, b) => a + b, 0))}
+                        {exactNum(sum(day.reasons))}
                       </td>
+                      {refused.map((r) => (
+                        <td class="num" key={r} data-refusal={r}>
+                          {exactNum(day.refused?.[r] ?? 0)}
+                        </td>
+                      ))}
                     </tr>
                   ))}
                 </tbody>

@@ -58,9 +58,13 @@ def test_projects_lifecycle(cli: Svcm) -> None:
     assert updated["domains"] == ["example.com"]
     assert updated["options"] == {"excludePaths": ["/admin/*"], "onlyOwnDomains": True}
     # options not named are kept
-    again = cli("projects", "update", pid, "--exclude-address", "10.0.0.0/8", "--json").ok().json()
+    again = cli(
+        "projects", "update", pid, "--exclude-address", "10.0.0.0/8", "--keep-data-centres", "yes",
+        "--json",
+    ).ok().json()  # fmt: skip
     assert again["options"]["excludePaths"] == ["/admin/*"]
     assert again["options"]["excludeAddresses"] == ["10.0.0.0/8"]
+    assert again["options"]["keepDataCentres"] is True
 
     cli("projects", "delete", pid, "--yes").ok()
     cli("projects", "show", pid).fails(1, f"no project '{pid}'", "HTTP 404 not_found")

@@ -269,8 +269,13 @@ def test_journeys_dropped_and_what_read_wrong(
         for tr in box.locator("tr[data-day]").all()
     }
     assert days == {
-        d["date"]: sum(d["reasons"].values()) for d in report["days"] if any(d["reasons"].values())
+        d["date"]: sum(d["reasons"].values())
+        for d in report["days"]
+        if any(d["reasons"].values()) or any(d["refused"].values())
     }
+    # the requests refused with 429 (none here), counted apart
+    refused = box.get_by_test_id("refused-total").inner_text()
+    assert report["refusedTotal"] == 0 and "No request was refused" in refused, refused
     samples = box.get_by_test_id("dropped-samples").locator("tbody tr")
     assert [s.get_attribute("data-reason") for s in samples.all()] == [
         s["reason"] for s in report["samples"]
@@ -453,11 +458,13 @@ def test_an_owner_changes_the_settings(
     dialog.get_by_label("Excluded addresses").fill("192.0.2.0/24\n2001:db8::/32")
     dialog.get_by_label("Excluded paths").fill("/private/*\n/admin/*")
     dialog.get_by_label("Only the project's own domains").check()
+    dialog.get_by_label("Keep events from data-centre addresses").check()
     dialog.get_by_role("button", name="Save exclusions").click()
     want = {
         "excludeAddresses": ["192.0.2.0/24", "2001:db8::/32"],
         "excludePaths": ["/private/*", "/admin/*"],
         "onlyOwnDomains": True,
+        "keepDataCentres": True,
     }
     eventually(lambda: {k: record()["options"].get(k) for k in want}, want)
     assert axe_serious(page, "dialog") == []

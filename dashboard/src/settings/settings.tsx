@@ -317,6 +317,7 @@ function Exclusions(props: {
   const [addresses, setAddresses] = useState(strings(o.excludeAddresses).join("\n"));
   const [paths, setPaths] = useState(strings(o.excludePaths).join("\n"));
   const [own, setOwn] = useState(o.onlyOwnDomains === true);
+  const [keepDc, setKeepDc] = useState(o.keepDataCentres === true);
   const { busy, status, run } = useSaving();
   return (
     <form
@@ -330,6 +331,7 @@ function Exclusions(props: {
           excludeAddresses: lines(addresses),
           excludePaths: lines(paths),
           onlyOwnDomains: own,
+          keepDataCentres: keepDc,
         };
         void run(() => props.save({ options }));
       }}
@@ -364,6 +366,14 @@ function Exclusions(props: {
           onChange={(e) => setOwn((e.target as HTMLInputElement).checked)}
         />
         Only the project's own domains (drop events from other host names)
+      </label>
+      <label class="check">
+        <input
+          type="checkbox"
+          checked={keepDc}
+          onChange={(e) => setKeepDc((e.target as HTMLInputElement).checked)}
+        />
+        Keep events from data-centre addresses (dropped when the operator configured a list of them)
       </label>
       <div class="row-actions">
         <button type="submit" class="primary" disabled={busy}>

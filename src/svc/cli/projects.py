@@ -118,6 +118,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         choices=["yes", "no"],
         help="drop events whose host is not one of the project's domains",
     )
+    p.add_argument(
+        "--keep-data-centres",
+        choices=["yes", "no"],
+        help="store events from data-centre addresses (SVC_DATACENTRE_RANGES); no: drop them",
+    )
     p.add_argument("--clear-exclusions", action="store_true", help="remove every exclusion option")
 
     p = command(
@@ -226,6 +231,8 @@ def _project_pairs(p: dict[str, Any]) -> list[tuple[str, Any]]:
         pairs.append(("excluded paths", options["excludePaths"]))
     if "onlyOwnDomains" in options:
         pairs.append(("only own domains", bool(options["onlyOwnDomains"])))
+    if "keepDataCentres" in options:
+        pairs.append(("keep data centres", bool(options["keepDataCentres"])))
     pairs += [("created", p.get("createdAt")), ("updated", p.get("updatedAt"))]
     return pairs
 
@@ -358,6 +365,7 @@ def run_update(ctx: Context) -> int:
         ctx.opt("exclude_address") is not None
         or ctx.opt("exclude_path") is not None
         or ctx.opt("only_own_domains") is not None
+        or ctx.opt("keep_data_centres") is not None
     )
     api = ctx.api()
     if option_flags or ctx.opt("clear_exclusions"):
@@ -371,11 +379,14 @@ def run_update(ctx: Context) -> int:
             options["excludePaths"] = ctx.opt("exclude_path")
         if ctx.opt("only_own_domains") is not None:
             options["onlyOwnDomains"] = ctx.opt("only_own_domains") == "yes"
+        if ctx.opt("keep_data_centres") is not None:
+            options["keepDataCentres"] = ctx.opt("keep_data_centres") == "yes"
         body["options"] = options
     if not body:
         raise UsageError(
             "nothing to change: give --timezone, --domain, --no-domains, --plan, "
-            "--exclude-address, --exclude-path, --only-own-domains or --clear-exclusions"
+            "--exclude-address, --exclude-path, --only-own-domains, --keep-data-centres or "
+            "--clear-exclusions"
         )
     record = api.request("PATCH", _path("projects", pid), body=body)
     if ctx.json:

@@ -1,8 +1,9 @@
 """GET /projects/{project_id}/dropped: what the ingestion pipeline dropped for a project.
 
 The counts per UTC day and reason (:mod:`svc.ingestion.dropped`, recorded by
-:mod:`svc.meta.dropped` every ``SVC_HOUSEKEEPING_INTERVAL_SECONDS``) and the samples of the
-dropped requests still kept (3 days).
+:mod:`svc.meta.dropped` every ``SVC_HOUSEKEEPING_INTERVAL_SECONDS``), the requests refused
+whole before the pipeline per UTC day (a rate limit, the monthly quota), and the samples of
+the dropped requests still kept (3 days).
 
 Right: ``manage`` (an owner or admin of the project's team, the admin token, the project's
 secret key), as the project's settings (``options``) are. The samples hold no address, but
@@ -24,7 +25,7 @@ from starlette.routing import Route
 
 from svc.errors import InvalidRequest
 from svc.http.common import json_response, principal_of, runtime_of
-from svc.ingestion.dropped import REASONS
+from svc.ingestion.dropped import REASONS, REFUSALS
 from svc.meta import dropped
 from svc.queries.dates import parse_day
 
@@ -58,7 +59,7 @@ async def get_dropped(request: Request) -> Response:
     first, last = utc_days(request.query_params, datetime.now(UTC).date())
     meta = runtime_of(request).meta
     await asyncio.to_thread(meta.get_project, project_id)  # 404 for a project that is not
-    report = await asyncio.to_thread(dropped.read, meta, project_id, first, last, REASONS)
+    report = await asyncio.to_thread(dropped.read, meta, project_id, first, last, REASONS, REFUSALS)
     return json_response(report.to_json())
 
 

@@ -10,14 +10,24 @@ from typing import Annotated, Any
 from msgspec import Meta, Struct
 
 from svc.http.dropped import DEFAULT_DAYS, MAX_DAYS
-from svc.ingestion.dropped import REASONS
+from svc.ingestion.dropped import REASONS, REFUSALS
 from svc.meta.dropped import SAMPLES_PER_DAY, SAMPLES_PER_REASON, USER_AGENT_CHARS
 
 _REASONS_TEXT = ", ".join(f"`{r}`" for r in REASONS)
+_REFUSALS_TEXT = ", ".join(f"`{r}`" for r in REFUSALS)
 
 ByReason = Annotated[
     dict[str, int],
     Meta(description=f"Events dropped per reason, every reason listed: {_REASONS_TEXT}."),
+]
+ByRefusal = Annotated[
+    dict[str, int],
+    Meta(
+        description="Requests (not events) to POST /analytics answered 429 before the "
+        f"pipeline, every one listed: {_REFUSALS_TEXT} (`rate_limit`: the `ingest_ip` or "
+        "`ingest_project` rate limit; `quota`: the monthly quota, a request counted once "
+        "whatever the number of its events refused)."
+    ),
 ]
 
 
@@ -33,6 +43,7 @@ class _Doc(Struct, rename=_camel, kw_only=True):
 class DroppedDay(_Doc):
     date: date
     reasons: ByReason
+    refused: ByRefusal
 
 
 class DroppedSample(_Doc):
@@ -51,7 +62,9 @@ class Dropped(_Doc):
     to: date
     days: Annotated[list[DroppedDay], Meta(description="Every UTC day of the range, in order.")]
     totals: ByReason
-    total: int
+    total: Annotated[int, Meta(description="Events dropped in the range.")]
+    refused_totals: ByRefusal
+    refused_total: Annotated[int, Meta(description="Requests refused in the range.")]
     samples: Annotated[
         list[DroppedSample],
         Meta(
@@ -72,14 +85,18 @@ def dropped_paths(
     """The path of the dropped events; ``helpers`` are :mod:`svc.http.openapi`'s ``_errors``,
     ``_json`` and ``_param``."""
     _errors, _json, _param = helpers
-    summary = "What the bot filter and the project's exclusions dropped, by UTC day and reason"
+    summary = (
+        "What the bot filter and the project's exclusions dropped, and what the ingest rate "
+        "limits and the quota refused, by UTC day and reason"
+    )
     return {
         "/projects/{project_id}/dropped": {
             "parameters": [_param("project_id", "path", "Project id, `svc_proj_<name>`.", True)],
             "get": {
                 "summary": summary,
                 "description": summary
-                + f". Reasons: {_REASONS_TEXT}. Counted per UTC day of receipt, recorded "
+                + f". Reasons (events): {_REASONS_TEXT}; refused requests (429 before the "
+                f"pipeline): {_REFUSALS_TEXT}. Counted per UTC day of receipt, recorded "
                 "every `SVC_HOUSEKEEPING_INTERVAL_SECONDS`; samples are kept 3 days and hold "
                 "no address. Needs `manage` (owner, admin, the admin token, the project's "
                 "secret key).",

@@ -14,6 +14,10 @@ is read, no store is touched for a recently verified credential) and then:
    ``quota_exceeded`` before its body is read (the exact check is the reservation in
    :meth:`svc.ingestion.service.IngestService.ingest`).
 
+Each POST /analytics refused in 2 or 3 is counted for its project and UTC day
+(:meth:`svc.ingestion.dropped.DropCounts.refuse`: one counter increment), what
+GET /projects/{id}/dropped answers as ``refused``.
+
 Answers that pass carry the ``RateLimit-*`` headers of the tightest bucket and, for ingestion
 from the warning share of the quota, ``Svc-Quota-Warning``. A 401 answer takes a token from
 the address's failures bucket. A client that goes away mid-request ends the request quietly.
@@ -38,6 +42,7 @@ from svc.accounts.tokens import SESSION_PREFIX, well_formed
 from svc.auth import Principal
 from svc.errors import ApiError, RateLimited
 from svc.http.common import error_response
+from svc.ingestion.outcomes import Refusal
 from svc.limits.bucket import Decision, TokenBuckets, admit_two
 from svc.limits.core import (
     AUTH_FAILURES_IP,
@@ -191,12 +196,12 @@ class LimitsMiddleware:
 
         decision: Decision | None = None
         project: Project | None = None
+        project_id: str | None = None
         if kind == INGEST:
             if principal is None and token and raw is not None:
                 principal = await _resolve(auth, token)
                 if principal is not None:
                     self._remember(raw, token, principal, now)
-            project_id = None
             if principal is not None:
                 project = principal.project
                 if project is not None:
@@ -232,6 +237,10 @@ class LimitsMiddleware:
                     else await remote.check_all([(buckets, key)], now)
                 )
         if decision is not None and not decision.allowed:
+            if project_id:  # ingestion's, counted per project and day, as requests
+                self.runtime.ingest.drops.refuse(
+                    project_id, Refusal.RATE_LIMIT, time.time_ns() // 1_000_000
+                )
             await self._refuse(decision, scope, receive, send)
             return
 
@@ -259,7 +268,9 @@ class LimitsMiddleware:
                         used = -1  # not known at once: never refused here
                 if 0 < quota <= used:
                     quotas.refused_requests += 1
-                    exc = quotas.exceeded(project, time.time_ns() // 1_000_000)
+                    ms = time.time_ns() // 1_000_000
+                    self.runtime.ingest.drops.refuse(project.id, Refusal.QUOTA, ms)
+                    exc = quotas.exceeded(project, ms)
                     await error_response(exc)(scope, receive, send)
                     return
                 # the answer may cross the warning share: look again when it leaves

@@ -20,12 +20,13 @@ from svc.accounts.roles import MANAGE
 from svc.auth import Principal
 from svc.errors import Forbidden, InvalidRequest
 from svc.http.common import json_body, json_response, principal_of
-from svc.ingestion.pipeline import (
+from svc.ingestion.exclusions import (
     MAX_EXCLUDED_PATHS,
     MAX_GLOB_WILDCARDS,
     MAX_PATH_GLOB_LENGTH,
     glob_wildcards,
 )
+from svc.ingestion.pipeline import KEEP_DATA_CENTRES
 from svc.limits.plans import QUOTA_OPTION, check_quota_option, guard_quota_option
 from svc.mail.alerts import OPTION as ALERTS_OPTION
 from svc.mail.alerts import check_option as check_alerts_option
@@ -250,7 +251,8 @@ def _options(value: Any) -> dict[str, Any]:
 
     if not isinstance(value, dict):
         raise InvalidRequest("`options` must be an object", field="options")
-    allowed = {"excludeAddresses", "excludePaths", "onlyOwnDomains", QUOTA_OPTION}
+    allowed = {"excludeAddresses", "excludePaths", "onlyOwnDomains", KEEP_DATA_CENTRES}
+    allowed.add(QUOTA_OPTION)
     allowed.add(ALERTS_OPTION)  # the thresholds of traffic alerts (svc.mail.alerts)
     _reject_unknown(value, allowed, "options.")
     out: dict[str, Any] = {}
@@ -303,6 +305,11 @@ def _options(value: Any) -> dict[str, Any]:
                 "`options.onlyOwnDomains` must be true or false", field="options.onlyOwnDomains"
             )
         out["onlyOwnDomains"] = value["onlyOwnDomains"]
+    if KEEP_DATA_CENTRES in value:  # store data-centre traffic (SVC_DATACENTRE_RANGES)
+        where = f"options.{KEEP_DATA_CENTRES}"
+        if not isinstance(value[KEEP_DATA_CENTRES], bool):
+            raise InvalidRequest(f"`{where}` must be true or false", field=where)
+        out[KEEP_DATA_CENTRES] = value[KEEP_DATA_CENTRES]
     return {**out, **own_retention}
 
 

@@ -14,9 +14,15 @@ processes and restarts). A sample holds the time, the reason, the user agent cut
 country when known; never the address, neither the request's nor one a server-side sender
 passed on.
 
+Requests to POST /analytics refused whole with 429 before the pipeline
+(:class:`~svc.ingestion.outcomes.Refusal`: a rate limit, the monthly quota) are counted here
+too, per (project, UTC day, refusal), as requests (their bodies are not read), in the same
+store under the refusal's name; no sample is taken of them.
+
 Cost: an accepted event pays nothing (this module runs only for a dropped event). A dropped
 event pays one counter increment and two look-ups of its sample bounds; a sampled one, at
-most :data:`SAMPLES_PER_DAY` per project and day, also the source and location steps.
+most :data:`SAMPLES_PER_DAY` per project and day, also the source and location steps. A
+refused request pays one counter increment.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Final
 
-from svc.ingestion.outcomes import DropReason
+from svc.ingestion.outcomes import DropReason, Refusal
 from svc.meta.dropped import (
     SAMPLES_PER_DAY,
     SAMPLES_PER_REASON,
@@ -37,10 +43,12 @@ from svc.timeutil import day_of
 if TYPE_CHECKING:
     from svc.ingestion.pipeline import EventDraft, Pipeline
 
-__all__ = ["REASONS", "DropCounts"]
+__all__ = ["REASONS", "REFUSALS", "DropCounts"]
 
 #: Every reason the pipeline drops an event for, in the order the answers list them.
 REASONS: Final = tuple(r.value for r in DropReason)
+#: Every reason a whole request is refused for before the pipeline (counted in requests).
+REFUSALS: Final = tuple(r.value for r in Refusal)
 
 _DAY_MS: Final = 86_400_000
 
@@ -59,6 +67,7 @@ class DropCounts:
         self._slots: dict[tuple[str, str, DropReason], list[int]] = {}
         self._taken_day: Counter[tuple[str, str]] = Counter()  # samples per (project, day)
         self._returned: Counter[Slot] = Counter()  # given back, not recorded yet
+        self._refused: Counter[Slot] = Counter()  # requests refused (Refusal) per day
         self.samples: list[DroppedSample] = []
         # the UTC day of the last drop, its first ms and the next day's
         self._day, self._start, self._end = "", 0, 0
@@ -67,10 +76,23 @@ class DropCounts:
     def counts(self) -> dict[Slot, int]:
         """What :meth:`take` would hand out now (a copy)."""
         out = Counter(self._returned)
+        out.update(self._refused)
         for (project_id, day, reason), entry in self._slots.items():
             if entry[0]:
                 out[(project_id, day, reason.value)] += entry[0]
         return dict(out)
+
+    def _day_of(self, ms: int) -> str:
+        if not self._start <= ms < self._end:
+            self._start = ms - ms % _DAY_MS
+            self._end = self._start + _DAY_MS
+            self._day = day_of(ms)
+        return self._day
+
+    def refuse(self, project_id: str, refusal: Refusal, ms: int) -> None:
+        """Count one request of ``project_id`` refused for ``refusal`` at ``ms`` (its UTC
+        day). One counter increment: a refused flood costs no more."""
+        self._refused[(project_id, self._day_of(ms), refusal.value)] += 1
 
     def add(self, draft: EventDraft, reason: DropReason, pipeline: Pipeline) -> None:
         """Count ``draft``, dropped for ``reason``, and keep it as a sample while its project,
@@ -78,12 +100,7 @@ class DropCounts:
         location steps on the draft (those after the one that dropped it), for its referrer
         host and country."""
         ctx = draft.ctx
-        ms = ctx.received_ms
-        if not self._start <= ms < self._end:
-            self._start = ms - ms % _DAY_MS
-            self._end = self._start + _DAY_MS
-            self._day = day_of(ms)
-        slot = (ctx.project.id, self._day, reason)
+        slot = (ctx.project.id, self._day_of(ctx.received_ms), reason)
         entry = self._slots.get(slot)
         if entry is None:
             entry = self._slots[slot] = [0, 0]
@@ -124,7 +141,8 @@ class DropCounts:
         """What was counted and sampled since the last take; forgotten here. The slots of
         past days go once their counts are taken (their samples were taken then)."""
         counts = self._returned
-        self._returned = Counter()
+        counts.update(self._refused)
+        self._returned, self._refused = Counter(), Counter()
         for slot, entry in list(self._slots.items()):
             project_id, day, reason = slot
             if entry[0]:
@@ -149,4 +167,6 @@ class DropCounts:
             del self._taken_day[key]
         for returned in [s for s in self._returned if s[0] == project_id]:
             del self._returned[returned]
+        for refused in [s for s in self._refused if s[0] == project_id]:
+            del self._refused[refused]
         self.samples = [s for s in self.samples if s.project_id != project_id]

@@ -17,6 +17,15 @@ class DropReason(enum.StrEnum):
     EXCLUDED_PATH = "excluded_path"
     FOREIGN_HOSTNAME = "foreign_hostname"
     DUPLICATE_EVENT_ID = "duplicate_event_id"
+    DATA_CENTRE = "data_centre"
+
+
+class Refusal(enum.StrEnum):
+    """Why a whole POST /analytics request was refused with 429 (counted per request, not per
+    event: a request refused before its body is read has no known number of events)."""
+
+    RATE_LIMIT = "rate_limit"  # the ingest_ip or ingest_project bucket was empty
+    QUOTA = "quota"  # the project's monthly quota: some or all of its events refused
 
 
 class Outcomes:

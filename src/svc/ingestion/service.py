@@ -19,8 +19,9 @@ from svc.errors import ApiError, Forbidden, InvalidApiKey, InvalidRequest, Unava
 from svc.ingestion import identity
 from svc.ingestion.dedup import EventIdFilter
 from svc.ingestion.dropped import DropCounts
+from svc.ingestion.enrich.datacentres import load_ranges
 from svc.ingestion.enrich.geo import GeoLookup
-from svc.ingestion.outcomes import DropReason, Outcomes
+from svc.ingestion.outcomes import DropReason, Outcomes, Refusal
 from svc.ingestion.pipeline import EventDraft, Pipeline, RequestContext
 from svc.ingestion.shared_identity import PendingElsewhere, identify_all
 from svc.ingestion.wire import decode_body, decode_valid, validate_event
@@ -139,6 +140,10 @@ class IngestService:
             sessions=identity.SessionTracker(settings.session_timeout_minutes * 60_000),
             event_ids=EventIdFilter(settings.event_id_window_hours * 3_600_000),
             geo=GeoLookup(),
+            # read once, here: a bad file refuses the start (RangesFileError, a ValueError)
+            data_centres=load_ranges(settings.datacentre_ranges)
+            if settings.datacentre_ranges
+            else None,
         )
         return cls(settings, spool, pipeline)
 
@@ -170,6 +175,7 @@ class IngestService:
         pipeline = self.pipeline
         shared = self.shared
         pending: list[EventDraft] = []  # for the shared steps (svc.ingestion.shared_identity)
+        over_quota = False
         for index, obj in enumerate(decoded.events):
             try:
                 raw = obj if valid is not None else validate_event(obj, ctx.received_ms)
@@ -181,6 +187,10 @@ class IngestService:
                 if quota_left <= 0:
                     raise self.quotas.exceeded(project, ctx.received_ms)
             except ApiError as exc:
+                if exc.code == "quota_exceeded" and not over_quota:
+                    # a request refused (wholly or in part) over the quota: counted once
+                    over_quota = True
+                    self.drops.refuse(project.id, Refusal.QUOTA, ctx.received_ms)
                 if not decoded.is_batch:
                     self.outcomes.rejected[exc.code] += 1
                     await self.quotas.release(project.id, month, quota_left)

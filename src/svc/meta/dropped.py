@@ -4,7 +4,9 @@ The in-memory counts (``svc.ingestion.dropped.DropCounts``) are handed here by t
 housekeeping every few seconds and at stop, as usage is (:mod:`svc.meta.usage`), and
 :meth:`DroppedRecorder.flush` writes them in one transaction:
 
-- ``dropped_counts``: events dropped per (project, UTC day, reason). A flush *adds* what this
+- ``dropped_counts``: events dropped per (project, UTC day, reason), and under the name of
+  a refusal (``rate_limit``, ``quota``: ``svc.ingestion.outcomes.Refusal``) the requests
+  refused whole before the pipeline, in the same column. A flush *adds* what this
   process counted since its last flush, so that several processes sharing a metadata store,
   and a process after a restart, add up. A flush that fails is rolled back and handed back
   to the counts (the next one writes it); only a commit whose success is lost (the
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any, Final
 
@@ -78,26 +80,38 @@ class DroppedSample:
 @dataclass(frozen=True, slots=True)
 class DroppedReport:
     """GET /projects/{id}/dropped: the counts of every UTC day ``first``..``last`` by reason
-    (every one of ``reasons``, 0 included), their totals, and the samples of those days
-    still kept, newest first."""
+    (every one of ``reasons``, 0 included) and the requests refused by refusal (every one of
+    ``refusals``), their totals, and the samples of those days still kept, newest first."""
 
     first: date
     last: date
     reasons: tuple[str, ...]
     days: list[tuple[str, dict[str, int]]]
     samples: list[DroppedSample]
+    refusals: tuple[str, ...] = ()
+    refused: dict[str, dict[str, int]] = field(default_factory=dict)  # by day, then refusal
 
     def to_json(self) -> dict[str, Any]:
         totals = dict.fromkeys(self.reasons, 0)
         for _, reasons in self.days:
             for reason, n in reasons.items():
                 totals[reason] = totals.get(reason, 0) + n
+        refused_totals = dict.fromkeys(self.refusals, 0)
+        none = dict.fromkeys(self.refusals, 0)
+        for requests in self.refused.values():
+            for refusal, n in requests.items():
+                refused_totals[refusal] = refused_totals.get(refusal, 0) + n
         return {
             "from": self.first.isoformat(),
             "to": self.last.isoformat(),
-            "days": [{"date": day, "reasons": reasons} for day, reasons in self.days],
+            "days": [
+                {"date": day, "reasons": reasons, "refused": self.refused.get(day, none)}
+                for day, reasons in self.days
+            ],
             "totals": totals,
             "total": sum(totals.values()),
+            "refusedTotals": refused_totals,
+            "refusedTotal": sum(refused_totals.values()),
             "samples": [
                 {
                     "time": iso_ms(s.at_ms),
@@ -197,12 +211,20 @@ def _add_counts_statement(dialect: str) -> Any:
 
 
 def read(
-    store: MetaStore, project_id: str, first: date, last: date, reasons: Sequence[str]
+    store: MetaStore,
+    project_id: str,
+    first: date,
+    last: date,
+    reasons: Sequence[str],
+    refusals: Sequence[str] = (),
 ) -> DroppedReport:
     """The counts of the UTC days ``first``..``last`` (both included) by reason, every one of
-    ``reasons`` listed (0 when none), and the samples of those days."""
+    ``reasons`` listed (0 when none), the requests refused by each of ``refusals`` (listed
+    apart, every one), and the samples of those days."""
     days = [(first + timedelta(days=i)).isoformat() for i in range((last - first).days + 1)]
     counts = {day: dict.fromkeys(reasons, 0) for day in days}
+    refused = {day: dict.fromkeys(refusals, 0) for day in days}
+    apart = frozenset(refusals)
     c, s = tables.dropped_counts, tables.dropped_samples
     with store.engine.connect() as conn:
         for day, reason, n in conn.execute(
@@ -210,7 +232,10 @@ def read(
                 c.c.project_id == project_id, c.c.day >= days[0], c.c.day <= days[-1]
             )
         ):
-            counts[day][reason] = int(n)  # a reason of a later version: shown as it is
+            if reason in apart:
+                refused[day][reason] = int(n)
+            else:
+                counts[day][reason] = int(n)  # a reason of a later version: shown as it is
         rows = conn.execute(
             select(s)
             .where(s.c.project_id == project_id, s.c.day >= days[0], s.c.day <= days[-1])
@@ -229,7 +254,15 @@ def read(
             )
             for row in rows
         ]
-    return DroppedReport(first, last, tuple(reasons), [(day, counts[day]) for day in days], samples)
+    return DroppedReport(
+        first,
+        last,
+        tuple(reasons),
+        [(day, counts[day]) for day in days],
+        samples,
+        tuple(refusals),
+        refused,
+    )
 
 
 def prune(store: MetaStore, now_ms: int) -> int:

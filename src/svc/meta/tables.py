@@ -221,7 +221,8 @@ dropped_counts = Table(
     metadata,
     Column("project_id", String(64), primary_key=True),
     Column("day", String(10), primary_key=True),  # YYYY-MM-DD, UTC
-    Column("reason", String(32), primary_key=True),  # a DropReason's value
+    # a DropReason's value (events), or a Refusal's (requests: svc.meta.dropped)
+    Column("reason", String(32), primary_key=True),
     Column("events", BigInteger, nullable=False, server_default="0"),
 )
 

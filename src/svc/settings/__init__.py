@@ -311,6 +311,12 @@ class Settings:
         "store's start), so that the first events do not wait for them. false: each is loaded "
         "by the first event that needs it (a loopback or private address needs no geo data).",
     )
+    datacentre_ranges: str = _setting(
+        "",
+        "Data-centre address ranges: a text file, one IPv4 or IPv6 CIDR a line (# comments), "
+        "read once at start-up (a bad line refuses the start). Events from such an address are "
+        "dropped as data_centre unless the project keeps them (docs/operations.md). Empty: off.",
+    )
     query_timeout_seconds: float = _setting(
         30.0,
         "Longest time the queries of one read (GET /metrics*) may run together; past it they "

@@ -15,6 +15,17 @@ class ProjectOptions(Doc):
     exclude_addresses: list[str] | UnsetType = UNSET
     exclude_paths: list[str] | UnsetType = UNSET
     only_own_domains: bool | UnsetType = UNSET
+    keep_data_centres: (
+        Annotated[
+            bool,
+            Meta(
+                description="Store the events from data-centre addresses, which are dropped "
+                "(reason `data_centre`) when the operator set SVC_DATACENTRE_RANGES. "
+                "Default false."
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
     monthly_quota: (
         Annotated[
             int | None,
