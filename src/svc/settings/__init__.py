@@ -313,9 +313,9 @@ class Settings:
     )
     datacentre_ranges: str = _setting(
         "",
-        "Data-centre address ranges: a text file, one IPv4 or IPv6 CIDR a line (# comments), "
-        "read once at start-up (a bad line refuses the start). Events from such an address are "
-        "dropped as data_centre unless the project keeps them (docs/operations.md). Empty: off.",
+        "Data-centre address ranges: a file of one IPv4 or IPv6 CIDR a line (# comments), read "
+        "at start-up (a bad line refuses the start); their events are dropped as data_centre "
+        "unless the project keeps them (docs/operations.md). Empty: off.",
     )
     query_timeout_seconds: float = _setting(
         30.0,
@@ -334,9 +334,8 @@ class Settings:
     )
     read_light_slots: int = _setting(
         1,
-        "Reads that run at once beside SVC_READ_SLOTS for light reads alone (the top "
-        "figures and realtime without a contains or matches filter), which also wait in a "
-        "queue of their own, served first. 0: light reads share the slots.",
+        "Slots beside SVC_READ_SLOTS for light reads alone (the top figures and realtime "
+        "without a contains or matches filter; served first). 0: they share the slots.",
     )
     read_nice: int = _setting(
         10,
@@ -350,24 +349,21 @@ class Settings:
     )
     memory_limit_mb: int = _setting(
         768,
-        "The service's memory budget (MB of resident memory; the default suits a machine of "
-        "1 GB): while it is over it, reads of GET /metrics* and exports run one at a time, the "
-        "others waiting their turn or answered 503 busy; a read takes at most the room left "
-        "under it, shared by the reads running. 0: no budget.",
+        "The service's memory budget (MB of resident memory; the default suits 1 GB): over it, "
+        "reads and exports run one at a time, the others waiting or answered 503 busy; a read "
+        "takes at most the room left under it, shared by the reads running. 0: no budget.",
     )
     engine_memory_limit_mb: int = _setting(
         0,
-        "Cap on the memory the embedded store tracks (MB; ClickHouse's "
-        "max_server_memory_usage): a read that would take it past the cap is answered 503 "
-        "busy. 0: ClickHouse's own (nine tenths of the machine). The store's own work needs room "
-        "under it: a table rebuilt by a migration or the rollups of a large store (a 10M-event "
-        "insert through the views took 580 MB); on a 1 GB machine with a small store, 576.",
+        "Cap on the memory the embedded store tracks (MB; max_server_memory_usage): a read "
+        "past it is answered 503 busy. 0: ClickHouse's own (nine tenths of the machine). The "
+        "store's own work needs room under it (migrations, rollups; a 10M-event insert through "
+        "the views took 580 MB); on a 1 GB machine with a small store, 576.",
     )
     read_memory_limit_mb: int = _setting(
         512,
         "Most memory one read may take in the store (max_memory_usage; a GROUP BY or sort "
-        "past half of it goes on disk); past it the read stops and the answer is 503 busy. "
-        "0: no limit.",
+        "past half of it goes on disk); past it, 503 busy. 0: no limit.",
     )
     max_series_points: int = _setting(
         10_000,
