@@ -52,15 +52,14 @@ class Settings:
     )
     meta_start_fresh: bool = _setting(
         False,
-        "Start with an empty metadata database when <data dir>/meta.db is missing from a data "
-        "directory that holds an event store, a spool or the admin token's hash (every earlier "
-        "project and key is then gone). false: refuse to start.",
+        "Start with an empty metadata database when <data dir>/meta.db is missing beside an "
+        "event store, a spool or the admin token's hash (earlier projects and keys are gone). "
+        "false: refuse to start.",
     )
     base_url: str = _setting(
         "",
         "Public address of the service (https://stats.example.com): every link in mail starts "
-        "with it, and mail (SVC_SMTP_URL) needs it. Empty: snippets and links shown in answers "
-        "use the request's origin; no mail carries a link.",
+        "with it; mail needs it. Empty: answers' links use the request's origin.",
     )
     smtp_url: str = _setting(
         "",
@@ -93,9 +92,8 @@ class Settings:
     )
     funnel_pass_visitors: int = _setting(
         4_000_000,
-        "A funnel over more visitors than this (as the daily rollups count them) that is not "
-        "read from visitor_steps is read in passes of about this many, by the day their "
-        "sessions began: less memory per read.",
+        "A funnel over more visitors than this (as the rollups count them), not read from "
+        "visitor_steps, is read in passes of about this many by session day: less memory.",
     )
     funnel_rolled_visitors: int = _setting(
         1_000_000,
