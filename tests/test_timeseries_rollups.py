@@ -3,7 +3,9 @@
 (a filter that keeps every event), and as the events sent say, with sessions across
 midnight, of 2 and 3 days (client and derived), one with a late event from before its day, a
 visitor with several sessions a day, the ranges' first days, today (not rolled up) and a
-day rolled up before the rollups had their ``next_day`` and ``start_hour`` rows.
+day rolled up before the rollups had their ``next_day`` and ``start_hour`` rows; and under
+filters on the page and session dimensions, whose rolled days come from ``rolled_sessions``
+(svc.queries.series_rolled), the same series as the events path.
 
 The rows are written into a real store (chDB) as ingestion writes them (session ids and
 starts from its tracker, visitor ids mixed with the day of the session's start), one insert
@@ -40,6 +42,20 @@ ZONE_RANGES = [(21, 0), (8, 1), (9, 8)]
 HOUR_RANGES = [(10, 7), (6, 4), (1, 0)]
 #: The day whose next_day row is deleted (as if rolled up before it existed): days ago.
 OLD_DAY = 9
+#: Each person's browser (by parity): the filtered series pick sessions by it.
+BROWSERS = ("Chrome", "Firefox")
+#: The filters of the filtered series (svc.queries.series_rolled), each asked alone: by a
+#: session dimension, the sessions across midnight alone, the page, every session (the long
+#: ones and the late ones too).
+FILTERS = ("browser:is:Firefox", "entry_page:is:/a", "page:contains:/p", "exit_page:contains:/")
+#: The filtered series (first and last day: days before today; interval; zone), each under
+#: every filter: through today (its first days, its last two not rolled up), days in the
+#: past, and Berlin's weeks (which begin at 23:00 UTC).
+FILTERED = [
+    *((21, 0, interval, "UTC") for interval in INTERVALS),
+    (6, 4, "day", "UTC"),
+    (21, 0, "week", "Europe/Berlin"),
+]
 
 
 def d(k: int, hour: int = 0, minute: int = 0) -> int:
@@ -126,6 +142,7 @@ def inserts() -> list[tuple[str, str]]:
             session_id=s.session,
             visitor_id=s.visitor,
             path=e.path,
+            browser=BROWSERS[e.person % 2],
         )
         for e, s in zip(arrivals(), stored(), strict=True)
     )
@@ -148,7 +165,7 @@ from svc.storage.rollups import Rollups
 store = EventStore(Settings.from_env(data_dir=Path(sys.argv[1])))
 store.migrate()
 project, old_day, cases = sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
-old_cases = json.loads(sys.argv[5])
+old_cases, filtered = json.loads(sys.argv[5]), json.loads(sys.argv[6])
 for token, data in json.load(sys.stdin):
     store.insert_ndjson(data.encode(), token)
 every = parse_filters(["event:matches:."])
@@ -160,6 +177,11 @@ def counted(plan, facts, interval):
     return by_hours(plan, facts, interval)
 
 series.series_rolled_start_hours = counted
+for name in ("series_rolled_session_days", "series_next_days"):
+    def rolled(plan, facts, _f=getattr(series, name), _name=name):
+        used.append(_name)
+        return _f(plan, facts)
+    setattr(series, name, rolled)
 
 def read(tag, events_path=False, subset=None):
     out[tag] = {}
@@ -179,12 +201,25 @@ def next_days():
                        "AND (session_day, version) IN (SELECT session_day, max(version) "
                        "FROM rollup_days GROUP BY session_day)")[0][0]
 
+def read_filtered():
+    out["filtered"] = {}
+    for first, last, interval, tz, raw in filtered:
+        rng = DateRange(date.fromisoformat(first), date.fromisoformat(last), tz)
+        filters = parse_filters([raw])
+        used.clear()
+        fast = query_timeseries(store, Query(project, rng, tuple(filters)), interval)
+        reads = sorted(set(used))
+        events = query_timeseries(store, Query(project, rng, tuple(filters + every)), interval)
+        key = f"{first} {last} {interval} {tz} {raw}"
+        out["filtered"][key] = [fast["points"], events["points"], reads]
+
 out = {}
 read("before")
 rollups = Rollups(store)
 out["rolled_days"] = rollups.refresh()
 out["next_days"] = next_days()
 read("rolled", True)
+read_filtered()
 store.client.command("DELETE FROM session_rollups WHERE dimension IN ('next_day', 'start_hour') "
                      "AND session_day = {d:Date}", parameters={"d": date.fromisoformat(old_day)})
 out["next_days_old"] = next_days()
@@ -208,6 +243,11 @@ def read(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         for first, last in HOUR_RANGES
     ]
     old = [c for c in cases if c[2] == "hour"][:1] + cases[:24]
+    filtered = [
+        (day(first).isoformat(), day(last).isoformat(), interval, tz, raw)
+        for first, last, interval, tz in FILTERED
+        for raw in FILTERS
+    ]
     out: dict[str, Any] = run_store_script(
         _READ,
         str(tmp_path_factory.mktemp("series") / "data"),
@@ -215,6 +255,7 @@ def read(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         day(OLD_DAY).isoformat(),
         json.dumps(cases),
         json.dumps(old),
+        json.dumps(filtered),
         stdin=json.dumps(inserts()),
     )
     return out
@@ -298,3 +339,18 @@ def test_the_series_counts_what_was_sent(read: dict[str, Any]) -> None:
             w = want.get(point["time"], {"visitors": 0, "pageviews": 0, "sessions": 0})
             got = {k: point[k] for k in ("visitors", "pageviews", "sessions")}
             assert got == w, (case, point["time"])
+
+
+def test_the_filtered_series_equals_the_events_path(read: dict[str, Any]) -> None:
+    """Under filters on the page and session dimensions the rolled days come from
+    ``rolled_sessions`` (svc.queries.series_rolled), the next day's share of the sessions
+    across midnight into another bucket apart (every day's by day; never under a page
+    filter), and the series is the events path's."""
+    for case, (fast, events, reads) in read["filtered"].items():
+        assert fast == events, case
+        assert "series_rolled_session_days" in reads, case
+        interval, raw = case.split()[2], case.split()[4]
+        if raw.startswith("page:"):
+            assert "series_next_days" not in reads, case
+        elif interval == "day":
+            assert "series_next_days" in reads, case

@@ -22,7 +22,9 @@ Where each figure comes from:
   filters, by day, week or month in a zone of whole hours (Berlin, New York: each UTC hour
   is in one bucket), those of the rolled-up UTC days wholly inside the range come from the
   rollups' ``start_hour`` rows, each hour's sessions in the bucket of that hour
-  (:func:`by_start_hours`).
+  (:func:`by_start_hours`); and under filters on the page and session dimensions, by day,
+  week or month, the rolled-up days that lie in one bucket come from ``rolled_sessions``
+  (svc.queries.series_rolled), the others and their events as above.
 
 The days before the project's raw events (retention: svc.retention) hold only rollups: their
 page views, events and visitors come from the hourly table as above (their long sessions are
@@ -47,6 +49,7 @@ from svc.errors import InvalidRequest
 from svc.queries.dates import DateRange
 from svc.queries.plan import Facts, Needs, Plan, Query, plan
 from svc.queries.run import Runner
+from svc.queries.series_rolled import rolled_series, takes_rolled_sessions
 from svc.queries.series_visitors import BucketVisitors, LongSpan, RolledDay, bucket_visitors
 from svc.queries.shape import percent
 from svc.queries.sql import series as series_sql
@@ -151,6 +154,10 @@ def query_timeseries(
     runner = Runner(store)
     if by_utc_days(p, interval):
         return _from_utc_days(runner, p, interval, sums)
+    if takes_rolled_sessions(p, interval):  # under filters, rolled days from rolled_sessions
+        read = rolled_series(runner, p, interval)
+        if read is not None:
+            return _series(p, interval, read[0], read[1], with_sums=sums)
     hours = by_start_hours(p, interval)
     facts = runner.facts(p, Needs(edges=True, rollups=hours or rolls_up(p, interval)))
     old = before_raw(p, facts)  # the days before the raw events: whole, by their date

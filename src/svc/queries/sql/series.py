@@ -8,7 +8,13 @@ from collections.abc import Sequence
 from datetime import date, datetime, time, timedelta
 
 from svc.queries.plan import Facts, Plan
-from svc.queries.sql.sessions import events_where, session_rows
+from svc.queries.sql.sessions import (
+    ROLLED_SESSION_AGGREGATES,
+    events_where,
+    of_unrolled_days,
+    rolled_session_rows,
+    session_rows,
+)
 from svc.queries.sql.statement import Statement, statement
 
 # GET /metrics/timeseries ----------------------------------------------------------------------
@@ -30,10 +36,14 @@ _LABELS = {
 LABELS = _LABELS
 
 
-def series_events(plan: Plan, facts: Facts, interval: str, visitors: bool = True) -> Statement:
+def series_events(
+    plan: Plan, facts: Facts, interval: str, visitors: bool = True, unrolled: bool = False
+) -> Statement:
     """Per bucket: page views, events and (but without ``visitors``) visitors, by event time.
     Without filters, in a zone whose offset is a whole number of hours, from the hourly table
-    (24 rows a day, not every event); else from the events that pass the filters."""
+    (24 rows a day, not every event); else from the events that pass the filters, with
+    ``unrolled`` only those of the sessions of days not in ``facts.rolled`` (their sessions'
+    are read from ``rolled_sessions``: :func:`series_rolled_session_days`)."""
     bucket, label = INTERVALS[interval], _LABELS[interval]
     if not plan.filters and plan.rng.whole_hour_offsets and interval == "hour" and visitors:
         # An hour's bucket is one row of the table: its partial rows merged by FINAL (a merge
@@ -56,11 +66,13 @@ def series_events(plan: Plan, facts: Facts, interval: str, visitors: bool = True
         )
     else:  # the events that pass the filters: all of them are reported events, or not
         table = "report_events" if plan.reported_events_only() else "events"
+        where = events_where(plan, facts)
+        if unrolled and facts.rolled:
+            where += f" AND {of_unrolled_days()}"
         sql = (
             f"SELECT {label} AS time, * FROM (SELECT {bucket.format(t='ts')} AS bucket, "
             "countIf(name = 'page_view') AS pageviews, count() AS events, "
-            f"uniqExact(visitor_id) AS visitors FROM {table} WHERE {events_where(plan, facts)} "
-            "GROUP BY bucket)"
+            f"uniqExact(visitor_id) AS visitors FROM {table} WHERE {where} GROUP BY bucket)"
         )
     return statement(sql, plan, facts)
 
@@ -108,6 +120,56 @@ def series_rolled_sessions(plan: Plan, facts: Facts, interval: str) -> Statement
         "GROUP BY bucket)",
         plan,
         facts,
+    )
+
+
+def series_rolled_session_days(plan: Plan, facts: Facts) -> Statement:
+    """Per rolled day of ``facts.rolled`` (``day``), the figures of the sessions of
+    ``rolled_sessions`` that pass the filters on the page and session dimensions (the matching
+    page views and events, as :func:`series_events` counts them, and their visitors, who are
+    of that day alone: a stored visitor id is mixed with its session's day), in the columns
+    of :data:`svc.queries.sql.sessions.ROLLED_SESSION_AGGREGATES`. Every event of those
+    sessions is in the range (:func:`svc.queries.sql.sessions.rolled_session_rows`)."""
+    assert facts.rolled
+    return statement(
+        f"SELECT session_day AS day, {ROLLED_SESSION_AGGREGATES} "
+        f"FROM ({rolled_session_rows(plan, facts, {})}) GROUP BY day",
+        plan,
+        facts,
+    )
+
+
+def series_next_days(plan: Plan, facts: Facts) -> Statement:
+    """Per rolled day of ``facts.rolled`` (``day``), the page views, events and distinct
+    visitors on the next UTC day of its sessions that pass the session filters: those of
+    ``next_day_sessions`` (a few thousand a day among a million), which hold their counted
+    events there, and whose rows of the sessions table are picked out by their key."""
+    assert facts.rolled
+    of_days = "project_id = {project:String} AND session_day IN {rolled_days:Array(Date)}"
+    crossing = f"SELECT session_day, session_id FROM next_day_sessions WHERE {of_days}"
+    passing = " ".join(f"AND ({c})" for c in plan.session_conditions)
+    return statement(
+        "SELECT n.day AS day, sum(n.pv) AS pageviews, sum(n.ev) AS events, "
+        "uniqExact(s.visitor) AS visitors FROM (SELECT session_day AS day, session_id, "
+        "sum(pageviews) AS pv, sum(events) AS ev FROM next_day_sessions "
+        f"WHERE {of_days} GROUP BY day, session_id) AS n INNER JOIN (SELECT session_day AS "
+        "day, session_id, visitor_id AS visitor FROM sessions FINAL "
+        f"WHERE {of_days} AND (session_day, session_id) IN ({crossing}) {passing}) AS s "
+        "ON s.day = n.day AND s.session_id = n.session_id GROUP BY day",
+        plan,
+        facts,
+    )
+
+
+def long_session_days(plan: Plan, days: Sequence[date]) -> Statement:
+    """Per day of ``days`` with a session in ``long_sessions`` (one with an event outside
+    its day and the next): whether one has an event before its day (``early``: it begins
+    then)."""
+    return Statement(
+        "SELECT session_day AS day, min(first_ts) < toDateTime64(session_day, 3, 'UTC') "
+        "AS early FROM long_sessions WHERE project_id = {project:String} "
+        "AND session_day IN {days:Array(Date)} GROUP BY day",
+        {"project": plan.project_id, "days": list(days)},
     )
 
 

@@ -629,10 +629,9 @@ def rolled_sources(plan: Plan, facts: Facts) -> Statement:
 
 def rolled_session_rows(plan: Plan, facts: Facts, extra: dict[str, Dimension]) -> str:
     """The session rows of the rolled days, from ``rolled_sessions``: those that pass the
-    session filters and have an event on a matching page, with the columns of
-    :func:`session_rows` (``extra`` maps alias -> session dimension) that
-    :data:`ROLLED_SESSION_AGGREGATES` reads, and ``multi``. Every event of these sessions is
-    in the range."""
+    session filters and have an event on a matching page, with the columns of :func:`session_rows`
+    (``extra``: alias -> session dimension) that :data:`ROLLED_SESSION_AGGREGATES` reads,
+    ``multi`` and ``session_day``. Every event of these sessions is in the range."""
     pv, ev = "pageviews", "events"
     if plan.event_conditions:  # the page filters: the page views and events that match
         matching = "h -> h IN {matching_hashes:Array(UInt32)}"
@@ -641,6 +640,7 @@ def rolled_session_rows(plan: Plan, facts: Facts, extra: dict[str, Dimension]) -
     cols = [
         "visitor_id AS visitor",
         "multi",
+        "session_day",
         f"{pv} AS pv",
         f"{ev} AS ev",
         "pageviews AS all_pv",
