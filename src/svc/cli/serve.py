@@ -10,9 +10,17 @@ from typing import Any
 
 from svc.settings import Settings
 
+#: How long a thread holds the interpreter before another that waits for it takes it (s;
+#: Python's default 0.005). The event loop, which answers ingestion and /health, waits for
+#: the interpreter behind the read threads shaping their rows; a shorter turn brings it back
+#: sooner (docs/benchmarks.md, Many tenants).
+SWITCH_INTERVAL_S = 0.001
+
 
 def run(settings: Settings) -> int:
     import uvicorn
+
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
 
     from svc.app import create_app
     from svc.http.analytics import with_fast_path
