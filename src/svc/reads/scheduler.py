@@ -54,6 +54,9 @@ OTHER_PRIORITY = 2
 #: The least memory (MB) a read is given in the store however little room the memory budget
 #: has left (below it a read could not even read a day's rows).
 LEAST_READ_MEMORY_MB = 64
+#: The least when other reads run beside it: a read past the room left is answered 503 busy
+#: sooner, rather than each of several taking the service past its budget by the least above.
+LEAST_SHARED_READ_MEMORY_MB = 16
 
 #: How soon the waiting reads are looked at again while the memory is over the budget (s).
 MEMORY_RECHECK_S = 0.1
@@ -190,12 +193,15 @@ class ReadScheduler:
         """The memory (MB) a read admitted now may take in the store: the room the memory
         budget has left, shared by the reads running (this one counted), within
         ``limit_mb`` (``SVC_READ_MEMORY_LIMIT_MB``; 0: none) and, within it, never under
-        :data:`LEAST_READ_MEMORY_MB`; None without a budget (``limit_mb`` then). A read past
+        :data:`LEAST_READ_MEMORY_MB` for a read alone, :data:`LEAST_SHARED_READ_MEMORY_MB`
+        beside others; None without a budget (``limit_mb`` then). A read past
         it is stopped and answered 503 busy instead of taking the service past its budget."""
         if not self.memory_limit_bytes:
             return None
         room = self.memory_limit_bytes - self._resident()
-        share = max(LEAST_READ_MEMORY_MB, room // max(1, self.running) // (1024 * 1024))
+        share = room // max(1, self.running) // (1024 * 1024)
+        least = LEAST_READ_MEMORY_MB if self.running <= 1 else LEAST_SHARED_READ_MEMORY_MB
+        share = max(least, share)
         return min(share, limit_mb) if limit_mb > 0 else share
 
     def _busy(self, why: str) -> Busy:
