@@ -323,7 +323,7 @@ class Settings:
     read_slots: int = _setting(
         0,
         "Reads of GET /metrics* that run at once, each on a store handle of its own (and as "
-        "many spare handles for their side-by-side statements). 0: twice the cores, 2 to 8.",
+        "many spare handles for their side-by-side statements). 0: as many as the cores, 2 to 8.",
     )
     reads_per_project: int = _setting(
         2,
@@ -470,10 +470,10 @@ class Settings:
 
     @property
     def effective_read_slots(self) -> int:
-        """``SVC_READ_SLOTS``, or when 0 twice the cores, 2 to 8."""
+        """``SVC_READ_SLOTS``, or when 0 as many as the cores, 2 to 8."""
         if self.read_slots > 0:
             return self.read_slots
-        return max(2, min(8, 2 * (os.cpu_count() or 1)))
+        return max(2, min(8, os.cpu_count() or 1))
 
     @property
     def read_lanes_slots(self) -> int:
