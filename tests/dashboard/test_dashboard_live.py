@@ -7,7 +7,6 @@ Each screen passes axe."""
 
 from __future__ import annotations
 
-import math
 import time
 import uuid
 from datetime import UTC, datetime
@@ -16,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from svc.mail.report import duration  # the page's rule (dashboard/src/format.ts), once
 from tests.dashboard.conftest import Seeded
 from tests.dashboard.test_dashboard_accounts import axe_serious, new_page
 from tests.dashboard.test_dashboard_browser import (
@@ -34,31 +34,6 @@ UA = (
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
     "Chrome/126.0.0.0 Safari/537.36"
 )
-
-
-def duration(seconds: float) -> str:
-    """dashboard/src/format.ts `duration`, as the page writes it (JS rounds halves up)."""
-
-    def rnd(x: float) -> int:
-        return math.floor(x + 0.5)
-
-    if seconds < 0:
-        return "-" + duration(-seconds)
-    ms = rnd(seconds * 1000)
-    if ms == 0:
-        return "0s"
-    if ms < 1000:
-        return f"{ms}ms"
-    tenths = rnd(seconds * 10)
-    if tenths < 100:
-        return f"{tenths / 10:.1f}s"
-    s = rnd(seconds)
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m {s % 60:02d}s"
-    m = rnd(seconds / 60)
-    return f"{m // 60}h {m % 60:02d}m"
 
 
 def test_the_duration_rule() -> None:

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from svc.mail.report import duration  # the page's rule (dashboard/src/format.ts)
 from svc.schema.measurements import VITALS
 from tests.dashboard.test_dashboard_browser import api, eventually, last_7_days, rows, sign_in
-from tests.dashboard.test_dashboard_live import duration
 from tests.support import Server
 from tests.test_breakdown_compare import DAY as COMPARED_DAY
 from tests.test_breakdown_compare import PDF, PREV, at, events
