@@ -2,8 +2,9 @@
 
 Use the ``mail_server`` fixture (import it into a test module or a conftest:
 ``from tests.mail_server import mail_server``), or :class:`MailServer` directly. Point svc at
-it with ``Server(..., port=port, env=mail.svc_env(port))`` (mail needs ``SVC_BASE_URL``: every
-link in mail starts with it; here the server's own address); read
+it with :meth:`MailServer.svc` (a started ``Server`` on a port of its own with
+:meth:`MailServer.svc_env`: mail needs ``SVC_BASE_URL``, every link in mail starts with it;
+here the server's own address); read
 what arrived with :meth:`MailServer.wait_for` (parsed :class:`email.message.EmailMessage`).
 :meth:`MailServer.stop` then :meth:`MailServer.start` simulate an outage on the same port.
 """
@@ -16,12 +17,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from email.message import EmailMessage
+from pathlib import Path
 from typing import Any
 
 import pytest
 from aiosmtpd.controller import Controller
 
-from tests.support import free_port
+from tests.support import Server, free_port
 
 
 class _Handler:
@@ -60,6 +62,12 @@ class MailServer:
             "SVC_MAIL_RETRY_SECONDS": "0.2",
             "SVC_BASE_URL": f"http://127.0.0.1:{port}",
         }
+
+    def svc(self, data_dir: Path, **env: str) -> Server:
+        """A started svc on ``data_dir`` and a free port that mails through this server
+        (:meth:`svc_env`), with ``env`` besides; the caller stops it."""
+        port = free_port()
+        return Server(data_dir, port=port, env={**self.svc_env(port), **env}).start()
 
     def start(self) -> MailServer:
         self._controller = Controller(_Handler(self), hostname="127.0.0.1", port=self.port)

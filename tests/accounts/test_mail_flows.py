@@ -12,19 +12,14 @@ import pytest
 
 from tests.accounts.conftest import CHEAP_HASHES, PASSWORD, call, new_team, sign_in, unique_email
 from tests.mail_server import MailServer, mail_server
-from tests.support import Server, free_port, is_error
+from tests.support import Server, is_error
 
 __all__ = ["mail_server"]
 
 
 @pytest.fixture(scope="module")
 def mailing(tmp_path_factory: pytest.TempPathFactory, mail_server: MailServer) -> Iterator[Server]:
-    port = free_port()
-    server = Server(
-        tmp_path_factory.mktemp("account-mail") / "data",
-        port=port,
-        env={**CHEAP_HASHES, **mail_server.svc_env(port)},
-    ).start()
+    server = mail_server.svc(tmp_path_factory.mktemp("account-mail") / "data", **CHEAP_HASHES)
     yield server
     server.stop()
 

@@ -21,7 +21,7 @@ from tests.accounts.conftest import CHEAP_HASHES, PASSWORD, turn_on_totp
 from tests.dashboard.test_dashboard_accounts import STATS, STORE_KEY, axe_serious, new_page
 from tests.dashboard.test_dashboard_browser import eventually
 from tests.mail_server import MailServer, mail_server
-from tests.support import Server, free_port
+from tests.support import Server
 
 __all__ = ["mail_server"]
 
@@ -32,17 +32,12 @@ ENDED = "Your session has ended"
 
 @pytest.fixture(scope="module")
 def mailing(tmp_path_factory: pytest.TempPathFactory, mail_server: MailServer) -> Iterator[Server]:
-    port = free_port()
-    server = Server(
+    server = mail_server.svc(
         tmp_path_factory.mktemp("dash-accounts-mail") / "data",
-        port=port,
-        env={
-            **CHEAP_HASHES,
-            **mail_server.svc_env(port),
-            "SVC_SIGNIN_LIMIT_PER_ADDRESS": "1000",
-            "SVC_SIGNIN_LIMIT_PER_ACCOUNT": "1000",
-        },
-    ).start()
+        **CHEAP_HASHES,
+        SVC_SIGNIN_LIMIT_PER_ADDRESS="1000",
+        SVC_SIGNIN_LIMIT_PER_ACCOUNT="1000",
+    )
     yield server
     server.stop()
 

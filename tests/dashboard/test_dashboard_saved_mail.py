@@ -18,7 +18,7 @@ from tests.dashboard.test_dashboard_accounts import axe_serious, new_page
 from tests.dashboard.test_dashboard_browser import eventually, sign_in
 from tests.dashboard.test_dashboard_saved import goal_rows, shown_goals
 from tests.mail_server import MailServer, mail_server
-from tests.support import Server, free_port
+from tests.support import Server
 
 __all__ = ["mail_server"]
 
@@ -30,12 +30,7 @@ UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chr
 
 @pytest.fixture(scope="module")
 def mailing(tmp_path_factory: pytest.TempPathFactory, mail_server: MailServer) -> Iterator[Server]:
-    port = free_port()
-    server = Server(
-        tmp_path_factory.mktemp("dash-saved-mail") / "data",
-        port=port,
-        env=mail_server.svc_env(port),
-    ).start()
+    server = mail_server.svc(tmp_path_factory.mktemp("dash-saved-mail") / "data")
     yield server
     server.stop()
 

@@ -36,7 +36,7 @@ from tests.accounts.conftest import (
     unique_email,
 )
 from tests.mail_server import MailServer, mail_server
-from tests.support import Server, free_port, is_error
+from tests.support import Server, is_error
 from tests.test_meta_faults import exclusive_lock
 
 __all__ = ["mail_server"]
@@ -49,21 +49,16 @@ AUTH_FAILURES_PER_ADDRESS = 5
 
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory: pytest.TempPathFactory, mail_server: MailServer) -> Iterator[Server]:
-    port = free_port()
-    server = Server(
+    server = mail_server.svc(
         tmp_path_factory.mktemp("account-defects") / "data",
-        port=port,
-        env={
-            **CHEAP_HASHES,
-            **mail_server.svc_env(port),
-            "SVC_TRUSTED_PROXIES": "127.0.0.1/32",  # each test speaks from addresses of its own
-            "SVC_RESET_LIMIT_PER_ACCOUNT": f"{RESETS_PER_EMAIL}/h:{RESETS_PER_EMAIL}",
-            "SVC_RESET_LIMIT_PER_ADDRESS": f"{RESETS_PER_ADDRESS}/h:{RESETS_PER_ADDRESS}",
-            "SVC_SIGNIN_LIMIT_PER_ACCOUNT": f"{SIGNIN_FAILURES_PER_ACCOUNT}/h",
-            "SVC_SIGNIN_LIMIT_PER_ADDRESS": "1000",
-            "SVC_RATE_LIMIT_AUTH_FAILURES_PER_IP": f"0.001:{AUTH_FAILURES_PER_ADDRESS}",
-        },
-    ).start()
+        **CHEAP_HASHES,
+        SVC_TRUSTED_PROXIES="127.0.0.1/32",  # each test speaks from addresses of its own
+        SVC_RESET_LIMIT_PER_ACCOUNT=f"{RESETS_PER_EMAIL}/h:{RESETS_PER_EMAIL}",
+        SVC_RESET_LIMIT_PER_ADDRESS=f"{RESETS_PER_ADDRESS}/h:{RESETS_PER_ADDRESS}",
+        SVC_SIGNIN_LIMIT_PER_ACCOUNT=f"{SIGNIN_FAILURES_PER_ACCOUNT}/h",
+        SVC_SIGNIN_LIMIT_PER_ADDRESS="1000",
+        SVC_RATE_LIMIT_AUTH_FAILURES_PER_IP=f"0.001:{AUTH_FAILURES_PER_ADDRESS}",
+    )
     yield server
     server.stop()
 
